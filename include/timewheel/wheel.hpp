@@ -1,0 +1,255 @@
+//
+// timewheel/wheel.hpp
+//
+// The core: a hierarchical timing wheel over integer ticks.
+//
+// It knows nothing of clocks, threads or Asio. Time is a `tick_type` that only moves
+// forward through advance(); the caller decides what a tick means. Everything above it
+// (wheel_service, wheel_timer, the features) converts clock time to ticks and drives it.
+//
+// Design, in the manner of Tokio's driver and the 2016 rework of Linux's timer wheel:
+//
+// * `levels` levels (default 6) of 64 slots. A slot at level L spans 64^L ticks, a level
+//   spans 64^(L+1); six levels cover 64^6 ticks (2.18 years at 1 ms). Each level keeps a
+//   64-bit occupancy bitmap, so the next occupied slot is one rotate and one
+//   count-trailing-zeros per level, and the first level with a bit set holds the earliest
+//   deadline: next_expiry() is O(levels).
+// * An entry is filed at the level given by the highest 6-bit group in which its deadline
+//   differs from now(). When now() reaches the start of a slot above level 0, the slot's
+//   entries are re-filed into finer levels (cascading) or, once due, fired. advance() jumps
+//   from occupied slot to occupied slot, so catching up after a long stall costs the same
+//   as a short one.
+// * A deadline beyond the range is filed in the top level by its own bits and re-filed
+//   when that slot is visited; it is never fired early.
+// * Slack: an entry that accepts up to `slack` ticks of lateness has its deadline rounded
+//   up to the coarsest granularity (64^k) that honours it. The rounded deadline is the
+//   start of a slot at every level up to k, so once it is filed at a level <= k it fires in
+//   place without cascading. Idle timeouts and cache expiry want this.
+// * Moving later is lazy: only the deadline is stored, and the entry is re-filed when its
+//   old slot comes due. A connection re-armed on every read is re-filed about once per
+//   timeout period. Moving to a time before the start of the entry's slot relinks it.
+// * Entries are intrusive (a Boost.Intrusive auto-unlink hook inside wheel_entry): the wheel
+//   owns nothing and never allocates. Destroying an armed entry unlinks it; the wheel then
+//   clears the slot's stale occupancy bit the next time it looks at that slot.
+// * Expiry splices a due slot onto a run queue before calling back, so a callback may arm,
+//   move, cancel or destroy any entry, itself included.
+//
+// Thread safety: a wheel and its entries belong to one thread (or strand) at a time.
+//
+
+#ifndef TIMEWHEEL_WHEEL_HPP
+#define TIMEWHEEL_WHEEL_HPP
+
+#include <boost/intrusive/list.hpp>
+
+#include <array>
+#include <cstddef>
+#include <cstdint>
+#include <limits>
+#include <optional>
+
+namespace timewheel {
+
+/// Integer time of a wheel. What one tick means is the caller's choice.
+using tick_type = std::uint64_t;
+
+class wheel;
+
+/// The part of a user's object that a wheel files: a list hook, a deadline and a
+/// little state (32 bytes on LP64).
+/**
+ * Embed it in your own object (as a member or a base) and recover the object in the
+ * expiry handler given to wheel::advance(). The wheel never allocates and never owns an
+ * entry.
+ *
+ * Destroying an armed entry removes it from its wheel. Moving an entry transfers its place
+ * in the wheel: the moved-to entry is armed exactly where the moved-from one was, and the
+ * moved-from entry is left unarmed. The wheel must outlive the entries armed in it, or
+ * they must be cancelled first; a wheel's destructor disarms what is still armed.
+ *
+ * @par Thread Safety
+ * @e Distinct @e objects: Safe.@n
+ * @e Shared @e objects: Unsafe. An entry is used on the thread of the wheel it is armed in.
+ */
+class wheel_entry {
+public:
+    /// An unarmed entry.
+    wheel_entry() noexcept = default;
+
+    /// Takes over @c other's deadline, slack and place in its wheel; @c other is unarmed.
+    wheel_entry(wheel_entry&& other) noexcept;
+
+    /// Disarms this entry, then takes over @c other's deadline, slack and place.
+    wheel_entry& operator=(wheel_entry&& other) noexcept;
+
+    wheel_entry(const wheel_entry&) = delete;
+    wheel_entry& operator=(const wheel_entry&) = delete;
+
+    /// Disarms the entry (the auto-unlink hook removes it from its slot).
+    ~wheel_entry() = default;
+
+    /// Whether the entry is waiting in a wheel.
+    bool armed() const noexcept { return hook_.is_linked(); }
+
+    /// The deadline last given to wheel::arm() or wheel::move().
+    tick_type deadline() const noexcept { return deadline_; }
+
+    /// The lateness, in ticks, that the entry accepts (0: exact).
+    tick_type slack() const noexcept { return slack_; }
+
+private:
+    friend class wheel;
+
+    using hook_type = boost::intrusive::list_member_hook<
+        boost::intrusive::link_mode<boost::intrusive::auto_unlink>>;
+
+    // The tick at which the entry fires: its deadline rounded up to its slack granularity.
+    tick_type fire_tick() const noexcept;
+
+    hook_type hook_;
+    tick_type deadline_ = 0;
+    std::uint32_t slack_ = 0;      // as requested, clamped to 32 bits
+    std::uint16_t slot_ = 0;       // level * 64 + index, or run_queue_slot
+    std::uint8_t slack_level_ = 0; // the fire tick is a multiple of 64^slack_level_
+    std::uint8_t reserved_ = 0;
+};
+
+/// Options of a wheel.
+struct wheel_options {
+    /// Number of levels of 64 slots, in [1, wheel::max_levels]. The range of the wheel
+    /// is 64^levels ticks: 6 levels at 1 ms ticks cover about 2.18 years.
+    unsigned levels = 6;
+};
+
+/// A hierarchical timing wheel over integer ticks.
+/**
+ * @par Precision
+ * An entry never fires before its deadline. An exact entry (slack 0) fires in the first
+ * advance() whose @c now reaches its deadline, and now() then equals its deadline. An entry
+ * with slack @c s fires at a tick in [deadline, deadline + s]. A deadline at or before now()
+ * means "due now": the entry fires in the next advance(). Among entries armed for the same
+ * tick and not moved since, the first armed fires first. A moved entry has no set place
+ * among the entries of its new tick.
+ *
+ * @par Complexity
+ * arm(), move(), cancel(): O(1), no allocation. next_expiry(): O(levels). advance(): O(1)
+ * per entry fired or re-filed plus O(levels) per occupied slot visited, whatever the
+ * distance @c now jumps.
+ *
+ * @par Thread Safety
+ * @e Distinct @e objects: Safe.@n
+ * @e Shared @e objects: Unsafe.
+ */
+class wheel {
+public:
+    /// The most levels a wheel can have (64^10 = 2^60 ticks of range).
+    static constexpr unsigned max_levels = 10;
+
+    /// Constructs an empty wheel whose time is @c start.
+    /**
+     * @throws std::invalid_argument if @c options.levels is 0 or above max_levels.
+     */
+    explicit wheel(tick_type start = 0, wheel_options options = {});
+
+    /// Disarms every entry still armed.
+    ~wheel();
+
+    wheel(const wheel&) = delete;
+    wheel& operator=(const wheel&) = delete;
+
+    /// The wheel's time: the target of the last complete advance(), or while advance() is
+    /// calling back, the tick being expired.
+    tick_type now() const noexcept { return now_; }
+
+    /// Number of levels.
+    unsigned levels() const noexcept { return levels_; }
+
+    /// Number of ticks the wheel files without re-filing: 64^levels.
+    tick_type range() const noexcept { return tick_type{1} << (6 * levels_); }
+
+    /// Arms @c entry to fire at @c deadline, accepting up to @c slack ticks of lateness.
+    /**
+     * An armed entry is first disarmed (wherever it is armed), so arm() also restarts an
+     * entry. A deadline at or before now() is due now.
+     */
+    void arm(wheel_entry& entry, tick_type deadline, tick_type slack = 0) noexcept;
+
+    /// Changes the deadline of an armed entry, keeping its slack.
+    /**
+     * Later, or within the same slot: O(1) and no relinking; the entry is re-filed when its
+     * old slot comes due. Earlier than the start of its slot: relinked.
+     *
+     * @returns false, and does nothing, if @c entry is not armed (for example because it
+     * has just fired).
+     */
+    bool move(wheel_entry& entry, tick_type deadline) noexcept;
+
+    /// Disarms @c entry. Returns false if it was not armed; cancelling twice is safe.
+    bool cancel(wheel_entry& entry) noexcept;
+
+    /// The tick of the earliest occupied slot: a lower bound of the next deadline, and the
+    /// tick at which advance() next has work (firing, or re-filing entries into finer
+    /// levels). now() if entries are due; nothing if the wheel is empty.
+    std::optional<tick_type> next_expiry() const noexcept;
+
+    /// Whether no entry is armed.
+    bool empty() const noexcept { return !next_expiry(); }
+
+    /// Fires, in deadline order, every entry due by @c now, calling
+    /// <tt>handler(wheel_entry&)</tt> for each with the entry already disarmed.
+    /**
+     * The handler may arm, move, cancel or destroy any entry, the one it was given
+     * included, but must not call advance(). If it throws, the exception propagates and
+     * the entries not yet fired stay due.
+     *
+     * @param now Target time; a value below now() is taken as now().
+     * @param budget Most entries to fire in this call. When it runs out, now() stays at the
+     * tick being expired, and the next call resumes there.
+     * @returns The number of entries fired.
+     * @throws std::invalid_argument if @c budget is 0.
+     */
+    template <typename Handler>
+    std::size_t advance(tick_type now, std::size_t budget, Handler&& handler);
+
+    /// Fires every entry due by @c now; see the overload with a budget.
+    template <typename Handler>
+    std::size_t advance(tick_type now, Handler&& handler) {
+        return advance(now, std::numeric_limits<std::size_t>::max(),
+                       static_cast<Handler&&>(handler));
+    }
+
+private:
+    using list_type = boost::intrusive::list<
+        wheel_entry,
+        boost::intrusive::member_hook<wheel_entry, wheel_entry::hook_type, &wheel_entry::hook_>,
+        boost::intrusive::constant_time_size<false>>;
+
+    static constexpr std::uint16_t run_queue_slot = 0xffff;
+
+    struct slot_ref {
+        unsigned level;
+        unsigned index;
+        tick_type start;
+    };
+
+    void file(wheel_entry& entry) noexcept;
+    void clear_if_empty(std::uint16_t slot) const noexcept;
+    tick_type slot_start(unsigned level, unsigned index) const noexcept;
+    std::optional<slot_ref> next_slot() const noexcept;
+    static void check_budget(std::size_t budget);
+
+    tick_type now_;
+    unsigned levels_;
+    bool advancing_ = false;
+    // Bits may be stale (set over an empty slot) after an armed entry was destroyed;
+    // next_slot() clears them when it meets them.
+    mutable std::array<std::uint64_t, max_levels> occupied_{};
+    list_type run_queue_; // entries spliced out of due slots, in firing order
+    std::array<std::array<list_type, 64>, max_levels> slots_;
+};
+
+} // namespace timewheel
+
+#include <timewheel/impl/wheel.hpp>
+
+#endif // TIMEWHEEL_WHEEL_HPP

@@ -1,0 +1,21 @@
+#!/usr/bin/env bash
+# Installs what timewheel needs on Debian 12. Idempotent: when every package is present it
+# only checks, in well under a second. Extra package names may be given as arguments.
+set -euo pipefail
+
+packages=(g++ cmake make libboost1.81-dev libboost-test1.81-dev libbenchmark-dev "$@")
+
+missing=()
+for p in "${packages[@]}"; do
+  if ! dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q '^install ok installed$'; then
+    missing+=("$p")
+  fi
+done
+[ ${#missing[@]} -eq 0 ] && exit 0
+
+echo "setup: installing ${missing[*]}"
+sudo=""
+[ "$(id -u)" -ne 0 ] && sudo="sudo"
+export DEBIAN_FRONTEND=noninteractive
+$sudo apt-get update -qq
+$sudo apt-get install -y -qq --no-install-recommends "${missing[@]}"
