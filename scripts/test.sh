@@ -15,6 +15,9 @@ cmake -S . -B build -DCMAKE_BUILD_TYPE=RelWithDebInfo -DCMAKE_CXX_FLAGS="-Werror
 cmake --build build -j"$jobs"
 ctest --test-dir build -j"$jobs" --timeout 900
 
+echo "== install and consume the package =="
+bash scripts/package-test.sh
+
 echo "== build and test (ASan + UBSan) =="
 cmake -S . -B build-asan -DCMAKE_BUILD_TYPE=Debug -DTIMEWHEEL_SANITIZE=address,undefined \
   -DCMAKE_CXX_FLAGS="-O1" -DTIMEWHEEL_BUILD_EXAMPLES=OFF >/dev/null

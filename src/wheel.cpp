@@ -34,11 +34,13 @@ std::optional<wheel::slot_ref> wheel::next_slot() const noexcept {
     // Every occupied slot of a level starts before every occupied slot of the levels above:
     // a level-L entry lies in now's current 64^(L+1) block, a level-(L+1) entry beyond it.
     for (unsigned level = 0; level < levels_; ++level) {
+        // The top level's slot of now holds the next rotation only: search it last.
+        const unsigned first =
+            (static_cast<unsigned>(now_ >> (6 * level)) + (level == levels_ - 1 ? 1 : 0)) & 63;
         while (occupied_[level] != 0) {
-            const unsigned now_index = static_cast<unsigned>(now_ >> (6 * level)) & 63;
             const unsigned offset =
-                static_cast<unsigned>(std::countr_zero(std::rotr(occupied_[level], now_index)));
-            const unsigned index = (now_index + offset) & 63;
+                static_cast<unsigned>(std::countr_zero(std::rotr(occupied_[level], first)));
+            const unsigned index = (first + offset) & 63;
             if (slots_[level][index].empty()) {
                 occupied_[level] &= ~(std::uint64_t{1} << index); // an entry died armed here
                 continue;

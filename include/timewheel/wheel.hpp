@@ -211,6 +211,16 @@ public:
     template <typename Handler>
     std::size_t advance(tick_type now, std::size_t budget, Handler&& handler);
 
+    /// Disarms every armed entry, calling <tt>handler(wheel_entry&)</tt> for each with the
+    /// entry already disarmed, due entries first, then in the order of their slots. now() is
+    /// unchanged. The handler may arm entries again; those are not visited.
+    /**
+     * @returns The number of entries visited. If the handler throws, the entries not yet
+     * visited are left disarmed.
+     */
+    template <typename Handler>
+    std::size_t drain(Handler&& handler);
+
     /// Fires every entry due by @c now; see the overload with a budget.
     template <typename Handler>
     std::size_t advance(tick_type now, Handler&& handler) {

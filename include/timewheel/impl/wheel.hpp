@@ -49,12 +49,12 @@ inline tick_type wheel_entry::fire_tick() const noexcept {
 }
 
 inline void wheel::file(wheel_entry& entry) noexcept {
-    const tick_type fire = entry.fire_tick();
-    if (fire <= now_) {
+    if (entry.deadline_ <= now_) { // due now, even if its slack would round it up
         run_queue_.push_back(entry);
         entry.slot_ = run_queue_slot;
         return;
     }
+    const tick_type fire = entry.fire_tick();
     // The level is the highest 6-bit group in which the fire tick differs from now.
     const unsigned significant = 63 - static_cast<unsigned>(std::countl_zero((now_ ^ fire) | 63));
     const unsigned level = std::min(significant / 6, levels_ - 1);
@@ -101,7 +101,7 @@ inline bool wheel::move(wheel_entry& entry, tick_type deadline) noexcept {
         return true; // the run queue re-files entries that are not yet due
     }
     const unsigned level = entry.slot_ / 64;
-    if (slot_start(level, entry.slot_ % 64) > entry.fire_tick()) {
+    if (entry.deadline_ <= now_ || slot_start(level, entry.slot_ % 64) > entry.fire_tick()) {
         entry.hook_.unlink();
         clear_if_empty(entry.slot_);
         file(entry);
@@ -136,8 +136,8 @@ std::size_t wheel::advance(tick_type now, std::size_t budget, Handler&& handler)
             }
             wheel_entry& entry = run_queue_.front();
             run_queue_.pop_front();
-            if (entry.fire_tick() > now_) {
-                file(entry); // moved later, or still cascading down
+            if (entry.deadline_ > now_) {
+                file(entry); // moved later
                 continue;
             }
             ++fired;
@@ -148,13 +148,41 @@ std::size_t wheel::advance(tick_type now, std::size_t budget, Handler&& handler)
             break;
         }
         now_ = next->start;
-        run_queue_.splice(run_queue_.end(), slots_[next->level][next->index]);
         occupied_[next->level] &= ~(std::uint64_t{1} << next->index);
+        // Re-file what is not yet due before any handler runs, so that an entry armed by a
+        // handler for the same tick as a cascading one goes behind it (FIFO).
+        list_type spliced;
+        spliced.splice(spliced.end(), slots_[next->level][next->index]);
+        while (!spliced.empty()) {
+            wheel_entry& entry = spliced.front();
+            spliced.pop_front();
+            file(entry); // due: onto the run queue, in order
+        }
     }
     if (now > now_) {
         now_ = now;
     }
     return fired;
+}
+
+template <typename Handler>
+std::size_t wheel::drain(Handler&& handler) {
+    list_type drained;
+    drained.splice(drained.end(), run_queue_);
+    for (unsigned level = 0; level < levels_; ++level) {
+        for (list_type& slot : slots_[level]) {
+            drained.splice(drained.end(), slot);
+        }
+        occupied_[level] = 0;
+    }
+    std::size_t visited = 0;
+    while (!drained.empty()) {
+        wheel_entry& entry = drained.front();
+        drained.pop_front();
+        ++visited;
+        handler(entry);
+    }
+    return visited;
 }
 
 } // namespace timewheel

@@ -1,0 +1,80 @@
+import os
+import re
+
+from conan import ConanFile
+from conan.tools.build import check_min_cppstd
+from conan.tools.cmake import CMake, CMakeDeps, CMakeToolchain, cmake_layout
+from conan.tools.files import load, rmdir
+
+
+class timewheelRecipe(ConanFile):
+    name = "timewheel"
+    package_type = "library"
+
+    # Optional metadata
+    license = "BSL-1.0"  # FIXME: the repository has no LICENSE file yet; confirm
+    description = "A hierarchical timing wheel for Boost.Asio"
+    topics = ("timer", "timing-wheel", "asio", "boost")
+
+    # Binary configuration
+    settings = "os", "compiler", "build_type", "arch"
+    options = {"shared": [True, False], "fPIC": [True, False]}
+    default_options = {"shared": False, "fPIC": True}
+
+    # Sources are located in the same place as this recipe, copy them to the recipe
+    exports_sources = "CMakeLists.txt", "src/*", "include/*", "cmake/*"
+
+    def set_version(self):
+        # One source of truth: project(timewheel VERSION x.y.z ...) in CMakeLists.txt.
+        if not self.version:
+            cmakelists = load(self, os.path.join(self.recipe_folder, "CMakeLists.txt"))
+            match = re.search(r"project\s*\(\s*timewheel\s+VERSION\s+([0-9]+(?:\.[0-9]+)*)",
+                              cmakelists)
+            self.version = match.group(1) if match else "0.1.0"
+
+    def config_options(self):
+        if self.settings.os == "Windows":
+            self.options.rm_safe("fPIC")
+
+    def configure(self):
+        if self.options.shared:
+            self.options.rm_safe("fPIC")
+
+    def layout(self):
+        cmake_layout(self)
+
+    def requirements(self):
+        # The public headers include Boost.Intrusive (and later Boost.Asio) headers.
+        self.requires("boost/[>=1.81.0 <2]", transitive_headers=True)
+
+    def validate(self):
+        check_min_cppstd(self, 20)
+
+    def generate(self):
+        deps = CMakeDeps(self)
+        deps.generate()
+        tc = CMakeToolchain(self)
+        tc.cache_variables["TIMEWHEEL_BUILD_TESTS"] = False
+        tc.cache_variables["TIMEWHEEL_BUILD_EXAMPLES"] = False
+        tc.cache_variables["TIMEWHEEL_BUILD_BENCHMARKS"] = False
+        tc.cache_variables["TIMEWHEEL_INSTALL"] = True
+        tc.generate()
+
+    def build(self):
+        cmake = CMake(self)
+        cmake.configure()
+        cmake.build()
+
+    def package(self):
+        cmake = CMake(self)
+        cmake.install()
+        # Conan generates the consumers' CMake and pkg-config files from package_info().
+        rmdir(self, os.path.join(self.package_folder, "lib", "cmake"))
+        rmdir(self, os.path.join(self.package_folder, "lib", "pkgconfig"))
+
+    def package_info(self):
+        self.cpp_info.libs = ["timewheel"]
+        self.cpp_info.set_property("cmake_file_name", "timewheel")
+        self.cpp_info.set_property("cmake_target_name", "timewheel::timewheel")
+        self.cpp_info.set_property("pkg_config_name", "timewheel")
+        self.cpp_info.requires = ["boost::headers"]

@@ -1,0 +1,16 @@
+//
+// timewheel.hpp
+//
+// Everything timewheel offers, in one include.
+//
+
+#ifndef TIMEWHEEL_HPP
+#define TIMEWHEEL_HPP
+
+#include <timewheel/basic_wheel_timer.hpp>
+#include <timewheel/callback_timer.hpp>
+#include <timewheel/wheel.hpp>
+#include <timewheel/wheel_service.hpp>
+#include <timewheel/wheel_timer.hpp>
+
+#endif // TIMEWHEEL_HPP

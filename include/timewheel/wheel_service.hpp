@@ -1,0 +1,227 @@
+//
+// timewheel/wheel_service.hpp
+//
+// One timing wheel per io_context, driven by one steady_timer.
+//
+// The service owns a `wheel` (the core) and converts steady_clock time to its ticks. It
+// keeps a single reactor timer (what a steady_timer is built on, from Asio's own timer
+// queue) armed for the earliest occupied slot of the wheel, and re-arms it only when that
+// moves earlier; an empty wheel leaves the io_context with no wakeups and no outstanding
+// work. When the timer fires, the service advances the wheel to the current tick, firing at
+// most `budget` entries before yielding to other handlers with a post, so that millions of
+// expiries cannot starve I/O. The driver's operations are recycled: no allocation per
+// wakeup.
+//
+// Users rarely name the service: `wheel_timer` (a steady_timer twin), `callback_timer` and
+// the features find it with `use_service<wheel_service>(context)`. Name it to choose the
+// tick and the budget before the first timer is armed, or to read its counters.
+//
+
+#ifndef TIMEWHEEL_WHEEL_SERVICE_HPP
+#define TIMEWHEEL_WHEEL_SERVICE_HPP
+
+#include <timewheel/detail/service_entry.hpp>
+#include <timewheel/detail/thread_check.hpp>
+#include <timewheel/detail/wait_op.hpp>
+#include <timewheel/wheel.hpp>
+
+#include <boost/asio/detail/chrono_time_traits.hpp>
+#include <boost/asio/detail/scheduler.hpp>
+#include <boost/asio/detail/timer_queue.hpp>
+#include <boost/asio/detail/timer_scheduler.hpp>
+#include <boost/asio/detail/wait_op.hpp>
+#include <boost/asio/execution_context.hpp>
+#include <boost/asio/wait_traits.hpp>
+
+#include <chrono>
+#include <cstddef>
+#include <cstdint>
+#include <optional>
+
+namespace timewheel {
+
+/// Settings of a wheel_service.
+struct wheel_service_options {
+    /// Length of one tick, in [1 µs, 1 h]. Deadlines are rounded up to a tick boundary: an
+    /// exact timer fires at most one tick (plus scheduling delay) after its expiry.
+    std::chrono::nanoseconds tick = std::chrono::milliseconds(1);
+
+    /// Levels of 64 slots, in [1, wheel::max_levels]. The range before deadlines are
+    /// re-filed from the top level is 64^levels ticks.
+    unsigned levels = 6;
+
+    /// Most entries fired per dispatch, at least 1. Beyond it the service posts the rest.
+    std::size_t budget = 1024;
+};
+
+/// The execution-context service that runs one timing wheel for an io_context.
+/**
+ * @par Thread Safety
+ * @e Distinct @e objects: Safe.@n
+ * @e Shared @e objects: Unsafe. The wheel of an io_context, and every timer armed in it,
+ * is used by one thread at a time: the io_context-per-thread pattern, or an io_context run
+ * by a single thread. Timers may be set up from another thread before that thread starts
+ * running the io_context. In debug builds, entering the service from a second thread while
+ * another thread is inside it reports the misuse (see set_thread_misuse_handler()).
+ */
+class wheel_service : public boost::asio::execution_context::service {
+public:
+    /// The key used to find the service in an execution context.
+    using key_type = wheel_service;
+
+    /// The identifier of the service.
+    static boost::asio::execution_context::id id;
+
+    /// The clock deadlines are measured with.
+    using clock_type = std::chrono::steady_clock;
+    using duration = clock_type::duration;
+    using time_point = clock_type::time_point;
+
+    /// Per-timer state of a basic_wheel_timer.
+    using implementation_type = detail::timer_impl;
+
+    /// Creates the service for @c context (a boost::asio::io_context).
+    explicit wheel_service(boost::asio::execution_context& context);
+
+    ~wheel_service() override;
+
+    /// Replaces the settings. Only possible while no timer is armed: it rebuilds the wheel.
+    /**
+     * @throws std::invalid_argument naming the setting that is out of range.
+     * @throws std::logic_error if an entry is armed.
+     */
+    void configure(const wheel_service_options& options);
+
+    /// The current settings.
+    const wheel_service_options& options() const noexcept { return options_; }
+
+    /// The first tick at or after @c t (so that a deadline never fires early).
+    tick_type to_tick(time_point t) const noexcept;
+
+    /// The time at which tick @c tick begins.
+    time_point to_time(tick_type tick) const noexcept;
+
+    /// The tick that has begun at clock_type::now().
+    tick_type current_tick() const noexcept;
+
+    /// Number of entries armed: pending wheel_timer expiries, callback timers, features.
+    std::size_t size() const noexcept { return armed_; }
+
+    /// How many times the service has run the wheel: steady_timer wakeups and continuations
+    /// after a budget ran out. An empty wheel does not wake up.
+    std::uint64_t wakeups() const noexcept { return wakeups_; }
+
+    /// The wheel itself, for inspection (for example next_expiry()).
+    const wheel& get_wheel() const noexcept { return *wheel_; }
+
+    /// @name Entries
+    /// Used by callback_timer and the features, each on its own kind of entry.
+    /// @{
+
+    /// Arms @c entry for @c expiry, accepting up to @c slack of lateness. O(1).
+    void arm(detail::service_entry& entry, time_point expiry, duration slack = {});
+
+    /// Moves the expiry of an armed entry: lazily if later. O(1). False if not armed.
+    bool reschedule(detail::service_entry& entry, time_point expiry);
+
+    /// Disarms @c entry. False if it was not armed.
+    bool cancel(detail::service_entry& entry) noexcept;
+
+    /// @}
+
+    /// @name The service interface of basic_wheel_timer
+    /// @{
+    void construct(implementation_type&) noexcept {}
+    void destroy(implementation_type& impl) noexcept;
+    void move_construct(implementation_type& impl, implementation_type& other) noexcept;
+    void move_assign(implementation_type& impl, wheel_service& other_service,
+                     implementation_type& other) noexcept;
+    std::size_t cancel(implementation_type& impl) noexcept;
+    std::size_t cancel_one(implementation_type& impl) noexcept;
+    time_point expiry(const implementation_type& impl) const noexcept { return impl.expiry; }
+    std::size_t expires_at(implementation_type& impl, time_point expiry) noexcept;
+    std::size_t reschedule_at(implementation_type& impl, time_point expiry);
+    void set_slack(implementation_type& impl, duration slack);
+    duration slack(const implementation_type& impl) const noexcept { return impl.slack; }
+
+    template <typename Handler, typename IoExecutor>
+    void async_wait(implementation_type& impl, Handler& handler, const IoExecutor& io_ex);
+    /// @}
+
+private:
+    friend class detail::wait_cancellation;
+    friend void detail::on_timer_event(wheel_service&, detail::service_entry&,
+                                       detail::entry_event);
+
+    enum class driver_state : std::uint8_t {
+        idle,    // no steady_timer wait: the wheel is empty
+        waiting, // a wait is pending for driver_tick_
+        running, // inside run_due(); it re-arms at its end
+        posted,  // a continuation is posted; it re-arms at its end
+    };
+
+    void shutdown() override;
+
+    void add_wait(implementation_type& impl, detail::wait_op_base* op);
+    void cancel_wait(detail::wait_op_base& op);
+    std::size_t complete_waits(implementation_type& impl, std::size_t max,
+                               const boost::system::error_code& ec) noexcept;
+    void on_timer_event(implementation_type& impl, detail::entry_event event) noexcept;
+
+    using time_traits = boost::asio::detail::chrono_time_traits<
+        clock_type, boost::asio::wait_traits<clock_type>>;
+
+    // A wait on the reactor's timer queue; kept on a free list once it completes.
+    class driver_op : public boost::asio::detail::wait_op {
+    public:
+        explicit driver_op(wheel_service* service) noexcept;
+        driver_op* next_free_ = nullptr;
+
+    private:
+        static void do_complete(void* owner, boost::asio::detail::scheduler_operation* base,
+                                const boost::system::error_code&, std::size_t);
+        wheel_service* service_;
+    };
+
+    // The continuation posted when a budget runs out; at most one is in flight.
+    class continuation_op : public boost::asio::detail::scheduler_operation {
+    public:
+        explicit continuation_op(wheel_service* service) noexcept;
+
+    private:
+        static void do_complete(void* owner, boost::asio::detail::scheduler_operation* base,
+                                const boost::system::error_code&, std::size_t);
+        wheel_service* service_;
+    };
+
+    void update_driver();
+    void start_driver(tick_type tick);
+    void stop_driver() noexcept;
+    void on_driver(const boost::system::error_code& ec);
+    void run_due();
+    void finish_run();
+    tick_type slack_ticks(duration slack) const noexcept;
+
+    boost::asio::detail::scheduler& scheduler_;
+    boost::asio::detail::timer_scheduler& reactor_;
+    boost::asio::detail::timer_queue<time_traits> timer_queue_;
+    boost::asio::detail::timer_queue<time_traits>::per_timer_data timer_data_;
+    driver_op* free_driver_ops_ = nullptr;
+    continuation_op continuation_;
+    wheel_service_options options_;
+    std::int64_t tick_ns_;
+    time_point origin_;
+    std::optional<wheel> wheel_;
+    driver_state driver_state_ = driver_state::idle;
+    tick_type driver_tick_ = 0;
+    std::size_t armed_ = 0;
+    std::uint64_t wakeups_ = 0;
+    bool shut_down_ = false;
+    detail::thread_check thread_check_;
+};
+
+} // namespace timewheel
+
+#include <timewheel/impl/wheel_service.hpp>
+
+#endif // TIMEWHEEL_WHEEL_SERVICE_HPP

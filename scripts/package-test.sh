@@ -1,0 +1,109 @@
+#!/usr/bin/env bash
+# Checks the packaging: installs timewheel (library only) into a temporary prefix, checks the
+# installed files, then builds and runs three consumers against it:
+#   find_package   test_package/ with plain CMake and CMAKE_PREFIX_PATH=<prefix>
+#   pkg-config     test_package/test_package.cpp compiled with `pkg-config --cflags --libs`
+#   subdirectory   test/consumer_subdirectory/, which uses add_subdirectory(<repo root>)
+# Prints PASS/FAIL per step and exits non-zero on any failure. Uses only temporary directories.
+# Usage: scripts/package-test.sh            (from anywhere in a clone)
+set -euo pipefail
+cd "$(dirname "$0")/.."
+root="$PWD"
+bash scripts/setup.sh pkg-config
+
+jobs="${JOBS:-2}"
+tmp="$(mktemp -d "${TMPDIR:-/tmp}/timewheel-package-test.XXXXXX")"
+trap 'rm -rf "$tmp"' EXIT
+prefix="$tmp/prefix"
+failures=0
+
+# run <name> <function>: runs the step with its output in a log, shown only on failure.
+# The step runs in a subshell outside any `if`/`&&` context, so that `set -e` stops it at
+# its first failing command (bash ignores -e inside a tested command, subshells included).
+run() {
+  local name="$1" log="$tmp/${2}.log" status
+  set +e
+  ( set -euo pipefail; "$2" ) >"$log" 2>&1
+  status=$?
+  set -e
+  if [ "$status" -eq 0 ]; then
+    echo "PASS: $name"
+  else
+    echo "FAIL: $name"
+    sed 's/^/  | /' "$log" | tail -n 40
+    failures=$((failures + 1))
+  fi
+}
+
+# Plain CMake invocations, isolated from the user's and the system's package registries so
+# that only the temporary prefix can provide timewheel.
+cmake_configure() {
+  cmake -DCMAKE_BUILD_TYPE=Release -DCMAKE_FIND_USE_PACKAGE_REGISTRY=OFF \
+    -DCMAKE_FIND_USE_SYSTEM_PACKAGE_REGISTRY=OFF "$@"
+}
+
+install_library() {
+  cmake_configure -S "$root" -B "$tmp/build" -DCMAKE_INSTALL_LIBDIR=lib \
+    -DTIMEWHEEL_BUILD_TESTS=OFF -DTIMEWHEEL_BUILD_EXAMPLES=OFF -DTIMEWHEEL_BUILD_BENCHMARKS=OFF
+  cmake --build "$tmp/build" -j"$jobs"
+  # --prefix at install time, as Conan does: the .pc must follow it.
+  cmake --install "$tmp/build" --prefix "$prefix"
+
+  local f missing=0
+  for f in lib/libtimewheel.a include/timewheel/wheel.hpp \
+           lib/cmake/timewheel/timewheelConfig.cmake \
+           lib/cmake/timewheel/timewheelConfigVersion.cmake \
+           lib/cmake/timewheel/timewheelTargets.cmake lib/pkgconfig/timewheel.pc; do
+    [ -f "$prefix/$f" ] || { echo "missing: $f"; missing=1; }
+  done
+  # Every file under include/ is installed, whatever the lead adds.
+  if ! diff <(cd include && find . -type f | sort) <(cd "$prefix/include" && find . -type f | sort); then
+    echo "installed include/ differs from the source include/"; missing=1
+  fi
+  # Nothing installed may point back into the source or build tree.
+  if grep -rl -e "$root" -e "$tmp/build" "$prefix/lib/cmake" "$prefix/lib/pkgconfig"; then
+    echo "installed package files refer to the source or build tree"; missing=1
+  fi
+  grep -q "^prefix=$prefix\$" "$prefix/lib/pkgconfig/timewheel.pc" ||
+    { echo "timewheel.pc has the wrong prefix:"; cat "$prefix/lib/pkgconfig/timewheel.pc"; missing=1; }
+  [ "$missing" -eq 0 ]
+}
+
+consumer_find_package() {
+  cmake_configure -S "$root/test_package" -B "$tmp/test_package" -DCMAKE_PREFIX_PATH="$prefix" |
+    tee "$tmp/test_package.configure"
+  grep -q "timewheel .* found in $prefix/lib/cmake/timewheel" "$tmp/test_package.configure" ||
+    { echo "timewheel was not found in $prefix"; return 1; }
+  cmake --build "$tmp/test_package" -j"$jobs"
+  "$tmp/test_package/test_package"
+}
+
+consumer_pkg_config() {
+  local flags
+  flags="$(PKG_CONFIG_PATH="$prefix/lib/pkgconfig" pkg-config --cflags --libs timewheel)"
+  echo "pkg-config --cflags --libs timewheel: $flags"
+  # shellcheck disable=SC2086 # the flags are meant to be split
+  g++ -std=c++20 -O1 "$root/test_package/test_package.cpp" $flags -o "$tmp/pkg_config_consumer"
+  "$tmp/pkg_config_consumer"
+}
+
+consumer_subdirectory() {
+  cmake_configure -S "$root/test/consumer_subdirectory" -B "$tmp/subdirectory"
+  cmake --build "$tmp/subdirectory" -j"$jobs"
+  "$tmp/subdirectory/consumer_subdirectory"
+}
+
+run install install_library
+if [ "$failures" -ne 0 ]; then
+  echo "package-test: FAIL (install failed; consumers not tried)"
+  exit 1
+fi
+run "consumer find_package (test_package)" consumer_find_package
+run "consumer pkg-config" consumer_pkg_config
+run "consumer add_subdirectory" consumer_subdirectory
+
+if [ "$failures" -ne 0 ]; then
+  echo "package-test: FAIL ($failures failed)"
+  exit 1
+fi
+echo "package-test: PASS"

@@ -1,0 +1,48 @@
+// Smoke test of an installed timewheel: arms a few entries, advances the wheel and checks
+// that each fired exactly once, at its deadline. Exits 0 on success, 1 on failure.
+
+#include <timewheel/wheel.hpp>
+
+#include <cstdio>
+#include <vector>
+
+namespace {
+
+struct timer {
+    timewheel::wheel_entry entry;
+    timewheel::tick_type fired_at = 0;
+    int fired = 0;
+};
+
+} // namespace
+
+int main() {
+    timewheel::wheel w; // defined in the library: this links against libtimewheel
+
+    std::vector<timer> timers(4);
+    const timewheel::tick_type deadlines[] = {1, 64, 5000, 300000}; // levels 0, 1, 2, 3
+    for (std::size_t i = 0; i < timers.size(); ++i) {
+        w.arm(timers[i].entry, deadlines[i]);
+    }
+
+    auto on_expiry = [&](timewheel::wheel_entry& e) {
+        for (auto& t : timers) {
+            if (&t.entry == &e) {
+                ++t.fired;
+                t.fired_at = w.now();
+            }
+        }
+    };
+
+    bool ok = w.advance(0, on_expiry) == 0; // nothing is due yet
+    ok = ok && w.advance(4999, on_expiry) == 2;
+    ok = ok && w.advance(1000000, on_expiry) == 2 && w.empty();
+    for (std::size_t i = 0; i < timers.size(); ++i) {
+        if (timers[i].fired != 1 || timers[i].fired_at != deadlines[i]) {
+            ok = false;
+        }
+    }
+
+    std::puts(ok ? "timewheel test_package: OK" : "timewheel test_package: FAILED");
+    return ok ? 0 : 1;
+}
