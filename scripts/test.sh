@@ -18,6 +18,9 @@ ctest --test-dir build -j"$jobs" --timeout 900
 echo "== install and consume the package =="
 bash scripts/package-test.sh
 
+echo "== API reference (Doxygen, warnings are errors) =="
+bash scripts/docs.sh
+
 echo "== build and test (ASan + UBSan) =="
 cmake -S . -B build-asan -DCMAKE_BUILD_TYPE=Debug -DTIMEWHEEL_SANITIZE=address,undefined \
   -DCMAKE_CXX_FLAGS="-O1" -DTIMEWHEEL_BUILD_EXAMPLES=OFF >/dev/null

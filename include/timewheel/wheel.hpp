@@ -205,6 +205,7 @@ public:
      * @param now Target time; a value below now() is taken as now().
      * @param budget Most entries to fire in this call. When it runs out, now() stays at the
      * tick being expired, and the next call resumes there.
+     * @param handler Called as <tt>handler(wheel_entry&)</tt> for each entry that fires.
      * @returns The number of entries fired.
      * @throws std::invalid_argument if @c budget is 0.
      */
