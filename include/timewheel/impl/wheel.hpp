@@ -96,7 +96,14 @@ inline bool wheel::move(wheel_entry& entry, tick_type deadline) noexcept {
     if (!entry.armed()) {
         return false;
     }
-    entry.deadline_ = std::min(deadline, detail::max_deadline);
+    const tick_type target = std::min(deadline, detail::max_deadline);
+    if (target >= entry.deadline_ && entry.deadline_ > now_) {
+        // Later and not yet due: the fire tick only grows, so the entry's slot still comes
+        // due first. The idle-timeout path: one compare and one store, no slot arithmetic.
+        entry.deadline_ = target;
+        return true;
+    }
+    entry.deadline_ = target;
     if (entry.slot_ == run_queue_slot) {
         return true; // the run queue re-files entries that are not yet due
     }
