@@ -9,6 +9,7 @@
 
 #include <timewheel/basic_wheel_timer.hpp>
 #include <timewheel/callback_timer.hpp>
+#include <timewheel/idle_reaper.hpp>
 #include <timewheel/wheel.hpp>
 #include <timewheel/wheel_service.hpp>
 #include <timewheel/wheel_timer.hpp>
