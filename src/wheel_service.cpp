@@ -86,6 +86,10 @@ void wheel_service::configure(const wheel_service_options& options) {
         throw std::logic_error("timewheel::wheel_service::configure: " + std::to_string(armed_) +
                                " timers are armed; configure before the first one");
     }
+    if (driver_state_ == driver_state::running) {
+        throw std::logic_error("timewheel::wheel_service::configure: called from an expiry "
+                               "callback; the wheel cannot be rebuilt while it runs");
+    }
     wheel_.emplace(0, wheel_options{options.levels});
     options_ = options;
     tick_ns_ = options.tick.count();
@@ -93,18 +97,47 @@ void wheel_service::configure(const wheel_service_options& options) {
 }
 
 wheel_service::time_point wheel_service::to_time(tick_type tick) const noexcept {
-    const auto limit = static_cast<tick_type>(std::numeric_limits<std::int64_t>::max() / tick_ns_);
-    if (tick >= limit) {
+    // origin_ + tick * tick_ns_ must not overflow: compare with the room left above origin_.
+    const std::int64_t room =
+        std::chrono::duration_cast<std::chrono::nanoseconds>(time_point::max() - origin_).count();
+    if (tick > static_cast<tick_type>(room / tick_ns_)) {
         return time_point::max();
     }
     return origin_ + std::chrono::duration_cast<duration>(
                          std::chrono::nanoseconds(static_cast<std::int64_t>(tick) * tick_ns_));
 }
 
-tick_type wheel_service::current_tick() const noexcept {
+tick_type wheel_service::floor_tick(time_point t) const noexcept {
+    if (t <= origin_) {
+        return 0;
+    }
     const std::int64_t since =
-        std::chrono::duration_cast<std::chrono::nanoseconds>(clock_type::now() - origin_).count();
-    return since <= 0 ? 0 : static_cast<tick_type>(since / tick_ns_);
+        std::chrono::duration_cast<std::chrono::nanoseconds>(t - origin_).count();
+    return static_cast<tick_type>(since / tick_ns_);
+}
+
+tick_type wheel_service::current_tick() const noexcept {
+    return floor_tick(clock_type::now());
+}
+
+void wheel_service::throw_negative_slack() {
+    throw std::invalid_argument("timewheel::wheel_service::arm: slack must not be negative");
+}
+
+bool wheel_service::settle_tick(time_point expiry, tick_type& tick) {
+    const time_point now = clock_type::now();
+    if (driver_state_ == driver_state::idle && !shut_down_ && wheel_->empty()) {
+        // An idle wheel's time stands still: bring it up to date (nothing can fire), so that
+        // the entry is filed at the level its real distance calls for.
+        wheel_->advance(floor_tick(now), [](wheel_entry&) {});
+    }
+    if (expiry > now) {
+        return false;
+    }
+    // Passed: due now. The tick that began at or before the expiry is due at the current
+    // tick, and keeps the entry in expiry order with the others that are due.
+    tick = floor_tick(expiry);
+    return true;
 }
 
 tick_type wheel_service::slack_ticks(duration slack) const noexcept {
@@ -142,7 +175,7 @@ void wheel_service::continuation_op::do_complete(void* owner,
     }
 }
 
-void wheel_service::update_driver() {
+void wheel_service::update_driver(bool due_now) {
     if (driver_state_ == driver_state::running || driver_state_ == driver_state::posted ||
         shut_down_) {
         return; // the run in progress re-arms when it ends
@@ -154,21 +187,32 @@ void wheel_service::update_driver() {
         }
         return;
     }
+    if (due_now || *next <= wheel_->now()) {
+        // Due now: no need for the reactor. A reactor wait that is still pending is
+        // superseded by the continuation's re-arm.
+        post_continuation();
+        return;
+    }
     if (driver_state_ == driver_state::waiting && *next >= driver_tick_) {
         return;
     }
     start_driver(*next);
 }
 
+void wheel_service::post_continuation() noexcept {
+    driver_state_ = driver_state::posted;
+    scheduler_.post_immediate_completion(&continuation_, false);
+}
+
 void wheel_service::start_driver(tick_type tick) {
-    // A queued timer keeps its first expiry, so an earlier one needs the old wait aborted.
-    reactor_.cancel_timer(timer_queue_, timer_data_);
     driver_op* op = free_driver_ops_;
     if (op != nullptr) {
         free_driver_ops_ = op->next_free_;
     } else {
-        op = new driver_op(this);
+        op = new driver_op(this); // before any change, so that bad_alloc changes nothing
     }
+    // A queued timer keeps its first expiry, so an earlier one needs the old wait aborted.
+    reactor_.cancel_timer(timer_queue_, timer_data_);
     driver_tick_ = tick;
     driver_state_ = driver_state::waiting;
     reactor_.schedule_timer(timer_queue_, to_time(tick), timer_data_, op);
@@ -182,6 +226,9 @@ void wheel_service::stop_driver() noexcept {
 void wheel_service::on_driver(const boost::system::error_code& ec) {
     if (ec == net::error::operation_aborted) {
         return; // superseded by an earlier deadline, or the wheel emptied
+    }
+    if (driver_state_ == driver_state::running || driver_state_ == driver_state::posted) {
+        return; // stale: the run in progress (or the queued continuation) re-arms at its end
     }
     // A success may be stale (a newer wait is pending): running the wheel early is harmless.
     run_due();
@@ -211,8 +258,7 @@ void wheel_service::finish_run() {
     const std::optional<tick_type> next = wheel_->next_expiry();
     if (next && *next <= wheel_->now()) {
         // The budget ran out (or a callback threw): yield to other handlers, then go on.
-        driver_state_ = driver_state::posted;
-        scheduler_.post_immediate_completion(&continuation_, false);
+        post_continuation();
         return;
     }
     if (!next) {
@@ -225,12 +271,12 @@ void wheel_service::finish_run() {
 // --- wheel_timer waits ------------------------------------------------------------------
 
 void wheel_service::add_wait(implementation_type& impl, detail::wait_op_base* op) {
+    if (!impl.armed()) {
+        arm(impl, impl.expiry, impl.slack); // the only step that may throw: first
+    }
     op->timer_ = &impl;
     impl.ops.push(op);
     scheduler_.work_started();
-    if (!impl.armed()) {
-        arm(impl, impl.expiry, impl.slack);
-    }
 }
 
 std::size_t wheel_service::complete_waits(implementation_type& impl, std::size_t max,
@@ -309,9 +355,9 @@ void wheel_service::destroy(implementation_type& impl) noexcept {
     cancel(impl);
 }
 
-void wheel_service::move_construct(implementation_type& impl,
-                                   implementation_type& other) noexcept {
-    static_cast<detail::service_entry&>(impl) = std::move(static_cast<detail::service_entry&>(other));
+void wheel_service::move_construct(implementation_type& impl, implementation_type& other) noexcept {
+    static_cast<detail::service_entry&>(impl) =
+        std::move(static_cast<detail::service_entry&>(other));
     impl.expiry = other.expiry;
     impl.slack = other.slack;
     impl.ops.push(other.ops);

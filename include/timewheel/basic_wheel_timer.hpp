@@ -97,8 +97,8 @@ public:
     template <typename ExecutionContext>
     explicit basic_wheel_timer(
         ExecutionContext& context,
-        std::enable_if_t<std::is_convertible_v<ExecutionContext&,
-                                               boost::asio::execution_context&>>* = nullptr)
+        std::enable_if_t<
+            std::is_convertible_v<ExecutionContext&, boost::asio::execution_context&>>* = nullptr)
         : impl_(0, 0, context) {}
 
     /// Constructs a timer that expires at @c expiry_time.
@@ -111,8 +111,8 @@ public:
     template <typename ExecutionContext>
     basic_wheel_timer(
         ExecutionContext& context, const time_point& expiry_time,
-        std::enable_if_t<std::is_convertible_v<ExecutionContext&,
-                                               boost::asio::execution_context&>>* = nullptr)
+        std::enable_if_t<
+            std::is_convertible_v<ExecutionContext&, boost::asio::execution_context&>>* = nullptr)
         : impl_(0, 0, context) {
         expires_at(expiry_time);
     }
@@ -127,8 +127,8 @@ public:
     template <typename ExecutionContext>
     basic_wheel_timer(
         ExecutionContext& context, const duration& expiry_time,
-        std::enable_if_t<std::is_convertible_v<ExecutionContext&,
-                                               boost::asio::execution_context&>>* = nullptr)
+        std::enable_if_t<
+            std::is_convertible_v<ExecutionContext&, boost::asio::execution_context&>>* = nullptr)
         : impl_(0, 0, context) {
         expires_after(expiry_time);
     }
@@ -143,9 +143,8 @@ public:
 
     /// Move-constructs a timer from one with another executor type.
     template <typename Executor1>
-    basic_wheel_timer(
-        basic_wheel_timer<Executor1>&& other,
-        std::enable_if_t<std::is_convertible_v<Executor1, Executor>>* = nullptr)
+    basic_wheel_timer(basic_wheel_timer<Executor1>&& other,
+                      std::enable_if_t<std::is_convertible_v<Executor1, Executor>>* = nullptr)
         : impl_(std::move(other.impl_)) {}
 
     /// Move-assigns a timer from one with another executor type.
@@ -176,14 +175,10 @@ public:
     /**
      * @returns The number of asynchronous operations that were cancelled (0 or 1).
      */
-    std::size_t cancel_one() {
-        return impl_.get_service().cancel_one(impl_.get_implementation());
-    }
+    std::size_t cancel_one() { return impl_.get_service().cancel_one(impl_.get_implementation()); }
 
     /// Gets the timer's expiry time as an absolute time.
-    time_point expiry() const {
-        return impl_.get_service().expiry(impl_.get_implementation());
-    }
+    time_point expiry() const { return impl_.get_service().expiry(impl_.get_implementation()); }
 
     /// Sets the timer's expiry time as an absolute time.
     /**
@@ -201,7 +196,8 @@ public:
     /**
      * Any pending asynchronous waits are cancelled: their handlers are invoked with
      * boost::asio::error::operation_aborted. A zero or negative duration means "due now":
-     * the next wait completes on a later turn of the io_context.
+     * the next wait completes on a later turn of the io_context. The sum saturates:
+     * duration::max() means never.
      *
      * To push back an idle timeout on every read, prefer reschedule_after(): it keeps the
      * pending wait, runs no handler and costs O(1) without relinking.
@@ -209,7 +205,7 @@ public:
      * @returns The number of asynchronous operations that were cancelled.
      */
     std::size_t expires_after(const duration& expiry_time) {
-        return expires_at(clock_type::now() + expiry_time);
+        return expires_at(detail::after<clock_type>(expiry_time));
     }
 
     /// Moves the expiry time of the pending waits, without completing them.
@@ -227,14 +223,18 @@ public:
     /// Moves the expiry time of the pending waits to @c expiry_time from now, without
     /// completing them. See reschedule_at().
     std::size_t reschedule_after(const duration& expiry_time) {
-        return reschedule_at(clock_type::now() + expiry_time);
+        return reschedule_at(detail::after<clock_type>(expiry_time));
     }
 
     /// The lateness the timer accepts (zero: exact, within one tick).
     duration slack() const { return impl_.get_service().slack(impl_.get_implementation()); }
 
-    /// Sets the lateness the timer accepts, for the waits started after this call.
+    /// Sets the lateness the timer accepts, from the next time the timer is armed.
     /**
+     * The timer is armed by the first async_wait() after construction, after expires_at()
+     * or expires_after(), or after its waits completed; a wait that joins waits already
+     * pending shares their slack.
+     *
      * With slack, a wait completes at some time in [expiry, expiry + slack + one tick]. The
      * wheel rounds the deadline up to the coarsest slot granularity (a power of 64 ticks)
      * that does not exceed the slack, so that the entry fires in place without cascading
@@ -301,8 +301,8 @@ private:
             BOOST_ASIO_WAIT_HANDLER_CHECK(WaitHandler, handler) type_check;
 
             boost::asio::detail::non_const_lvalue<WaitHandler> handler2(handler);
-            self_->impl_.get_service().async_wait(self_->impl_.get_implementation(),
-                                                  handler2.value, self_->impl_.get_executor());
+            self_->impl_.get_service().async_wait(self_->impl_.get_implementation(), handler2.value,
+                                                  self_->impl_.get_executor());
         }
 
     private:

@@ -25,7 +25,12 @@ namespace timewheel {
  * inside the wheel's expiry loop; it is never invoked from inside expires_at(),
  * expires_after() or reschedule_at(). It may re-arm, cancel or reschedule this timer or any
  * other. If it throws, the exception propagates out of the io_context's run(), the timers
- * not yet fired stay due, and the next run() fires them.
+ * not yet fired stay due, and the next run() fires them. Re-armed from its own callback
+ * with a zero delay, it fires again soon, possibly in the same run of the wheel: the
+ * service's budget bounds the callbacks of one run before other handlers get a turn.
+ *
+ * When the io_context shuts down, an armed timer is disarmed without a call. A
+ * callback_timer must be destroyed before its io_context, like any Asio I/O object.
  *
  * Cost: arm, reschedule and cancel are O(1) and never allocate; expiry allocates nothing.
  * The object holds a wheel entry (40 bytes), a pointer to the service and the callback.
@@ -52,19 +57,19 @@ public:
 
     /// Constructs an unarmed timer on the wheel of @c context (an io_context).
     template <typename ExecutionContext>
-    callback_timer(ExecutionContext& context, Callback callback,
-                   std::enable_if_t<std::is_convertible_v<ExecutionContext&,
-                                                          boost::asio::execution_context&>>* =
-                       nullptr)
+    callback_timer(
+        ExecutionContext& context, Callback callback,
+        std::enable_if_t<
+            std::is_convertible_v<ExecutionContext&, boost::asio::execution_context&>>* = nullptr)
         : service_entry(&callback_timer::on_event)
         , service_(&boost::asio::use_service<wheel_service>(context))
         , callback_(std::move(callback)) {}
 
     /// Constructs an unarmed timer on the wheel of @c ex's io_context.
     template <typename Executor>
-    callback_timer(const Executor& ex, Callback callback,
-                   std::enable_if_t<boost::asio::execution::is_executor<Executor>::value>* =
-                       nullptr)
+    callback_timer(
+        const Executor& ex, Callback callback,
+        std::enable_if_t<boost::asio::execution::is_executor<Executor>::value>* = nullptr)
         : callback_timer(boost::asio::query(ex, boost::asio::execution::context),
                          std::move(callback)) {}
 
@@ -74,21 +79,28 @@ public:
     callback_timer(const callback_timer&) = delete;
     callback_timer& operator=(const callback_timer&) = delete;
 
-    /// Arms the timer for @c expiry, accepting @c slack of lateness (re-arms if armed).
-    void expires_at(time_point expiry, duration slack = {}) {
-        service_->arm(*this, expiry, slack);
-    }
+    /// Arms the timer for @c expiry, accepting @c slack of lateness (re-arms if armed). O(1).
+    /**
+     * An expiry that has passed means due now: the callback runs on a later turn of the
+     * io_context, never inside this call.
+     *
+     * @throws std::invalid_argument if @c slack is negative; the timer is left as it was.
+     */
+    void expires_at(time_point expiry, duration slack = {}) { service_->arm(*this, expiry, slack); }
 
-    /// Arms the timer for @c delay from now; zero or negative means due now.
+    /// Arms the timer for @c delay from now; zero or negative means due now, and the sum
+    /// saturates (duration::max() means never). See expires_at().
     void expires_after(duration delay, duration slack = {}) {
-        expires_at(clock_type::now() + delay, slack);
+        expires_at(detail::after<clock_type>(delay), slack);
     }
 
     /// Moves the expiry of an armed timer, O(1) and lazily when later. False if not armed.
     bool reschedule_at(time_point expiry) { return service_->reschedule(*this, expiry); }
 
     /// Moves the expiry of an armed timer to @c delay from now. False if not armed.
-    bool reschedule_after(duration delay) { return reschedule_at(clock_type::now() + delay); }
+    bool reschedule_after(duration delay) {
+        return reschedule_at(detail::after<clock_type>(delay));
+    }
 
     /// Disarms the timer. False if it was not armed; cancelling twice is safe.
     bool cancel() noexcept { return service_->cancel(*this); }

@@ -9,8 +9,14 @@
 // moves earlier; an empty wheel leaves the io_context with no wakeups and no outstanding
 // work. When the timer fires, the service advances the wheel to the current tick, firing at
 // most `budget` entries before yielding to other handlers with a post, so that millions of
-// expiries cannot starve I/O. The driver's operations are recycled: no allocation per
-// wakeup.
+// expiries cannot starve I/O. An entry armed for a time that has already passed (a zero or
+// negative delay) skips the reactor: the same posted continuation runs it on the next turn.
+// The driver's operations are recycled: no allocation per wakeup.
+//
+// Trade-offs: deadlines are rounded up to a tick, so that nothing fires early; to keep a
+// zero delay from waiting for the next tick, arm() reads the clock when the deadline falls
+// in the tick after the wheel's time (or the wheel is idle), and only then. A deadline moved
+// later leaves the driver alone: it wakes at the old time once, and re-files the entry.
 //
 // Users rarely name the service: `wheel_timer` (a steady_timer twin), `callback_timer` and
 // the features find it with `use_service<wheel_service>(context)`. Name it to choose the
@@ -20,6 +26,7 @@
 #ifndef TIMEWHEEL_WHEEL_SERVICE_HPP
 #define TIMEWHEEL_WHEEL_SERVICE_HPP
 
+#include <timewheel/detail/deadline.hpp>
 #include <timewheel/detail/service_entry.hpp>
 #include <timewheel/detail/thread_check.hpp>
 #include <timewheel/detail/wait_op.hpp>
@@ -63,6 +70,22 @@ struct wheel_service_options {
  * by a single thread. Timers may be set up from another thread before that thread starts
  * running the io_context. In debug builds, entering the service from a second thread while
  * another thread is inside it reports the misuse (see set_thread_misuse_handler()).
+ *
+ * @par Shutdown
+ * When the io_context shuts down, armed entries are disarmed without being called, and the
+ * handlers of pending wheel_timer waits are destroyed without being invoked. Timers must be
+ * destroyed before their io_context, like any Asio I/O object.
+ *
+ * @par Example
+ * @code
+ * boost::asio::io_context io;
+ * auto& wheel = boost::asio::use_service<timewheel::wheel_service>(io);
+ * wheel.configure({.tick = std::chrono::milliseconds(10), .budget = 256}); // before any timer
+ * timewheel::wheel_timer timer(io, std::chrono::seconds(1));
+ * timer.async_wait([](boost::system::error_code) {});
+ * io.run();
+ * std::printf("%llu wakeups\n", static_cast<unsigned long long>(wheel.wakeups()));
+ * @endcode
  */
 class wheel_service : public boost::asio::execution_context::service {
 public:
@@ -87,18 +110,24 @@ public:
 
     /// Replaces the settings. Only possible while no timer is armed: it rebuilds the wheel.
     /**
+     * Call it before the first timer is armed, from the thread that will run the
+     * io_context (or before that thread starts). The settings are unchanged if it throws.
+     *
      * @throws std::invalid_argument naming the setting that is out of range.
-     * @throws std::logic_error if an entry is armed.
+     * @throws std::logic_error if an entry is armed, or if called from inside an expiry
+     * callback (the wheel is running).
      */
     void configure(const wheel_service_options& options);
 
     /// The current settings.
     const wheel_service_options& options() const noexcept { return options_; }
 
-    /// The first tick at or after @c t (so that a deadline never fires early).
+    /// The first tick at or after @c t (so that a deadline never fires early); 0 for any
+    /// time before the wheel's origin.
     tick_type to_tick(time_point t) const noexcept;
 
-    /// The time at which tick @c tick begins.
+    /// The time at which tick @c tick begins, or time_point::max() if that is not
+    /// representable.
     time_point to_time(tick_type tick) const noexcept;
 
     /// The tick that has begun at clock_type::now().
@@ -107,8 +136,9 @@ public:
     /// Number of entries armed: pending wheel_timer expiries, callback timers, features.
     std::size_t size() const noexcept { return armed_; }
 
-    /// How many times the service has run the wheel: steady_timer wakeups and continuations
-    /// after a budget ran out. An empty wheel does not wake up.
+    /// How many times the service has run the wheel: reactor wakeups, and continuations
+    /// (after a budget ran out, or for entries armed already due). An empty wheel, or one
+    /// whose entries are far away, does not wake up.
     std::uint64_t wakeups() const noexcept { return wakeups_; }
 
     /// The wheel itself, for inspection (for example next_expiry()).
@@ -118,7 +148,13 @@ public:
     /// Used by callback_timer and the features, each on its own kind of entry.
     /// @{
 
-    /// Arms @c entry for @c expiry, accepting up to @c slack of lateness. O(1).
+    /// Arms (or re-arms) @c entry for @c expiry, accepting up to @c slack of lateness. O(1).
+    /**
+     * An expiry that has already passed is due now: the entry fires on a later turn of the
+     * io_context, never inside this call.
+     *
+     * @throws std::invalid_argument if @c slack is negative; nothing changes.
+     */
     void arm(detail::service_entry& entry, time_point expiry, duration slack = {});
 
     /// Moves the expiry of an armed entry: lazily if later. O(1). False if not armed.
@@ -150,15 +186,18 @@ public:
 
 private:
     friend class detail::wait_cancellation;
-    friend void detail::on_timer_event(wheel_service&, detail::service_entry&,
-                                       detail::entry_event);
+    friend void detail::on_timer_event(wheel_service&, detail::service_entry&, detail::entry_event);
 
     enum class driver_state : std::uint8_t {
-        idle,    // no steady_timer wait: the wheel is empty
-        waiting, // a wait is pending for driver_tick_
+        idle,    // no reactor wait: the wheel is empty
+        waiting, // a reactor wait is pending for driver_tick_
         running, // inside run_due(); it re-arms at its end
-        posted,  // a continuation is posted; it re-arms at its end
+        posted,  // the continuation is queued (entries are due); it re-arms at its end
     };
+    // A reactor wait that completes with success may be stale (a newer one was started
+    // after it was dequeued): it runs the wheel only in the idle and waiting states, which
+    // is harmless; while running or posted it is ignored, so that the continuation is never
+    // queued twice.
 
     void shutdown() override;
 
@@ -168,8 +207,8 @@ private:
                                const boost::system::error_code& ec) noexcept;
     void on_timer_event(implementation_type& impl, detail::entry_event event) noexcept;
 
-    using time_traits = boost::asio::detail::chrono_time_traits<
-        clock_type, boost::asio::wait_traits<clock_type>>;
+    using time_traits =
+        boost::asio::detail::chrono_time_traits<clock_type, boost::asio::wait_traits<clock_type>>;
 
     // A wait on the reactor's timer queue; kept on a free list once it completes.
     class driver_op : public boost::asio::detail::wait_op {
@@ -194,7 +233,11 @@ private:
         wheel_service* service_;
     };
 
-    void update_driver();
+    [[noreturn]] static void throw_negative_slack();
+    bool settle_tick(time_point expiry, tick_type& tick);
+    tick_type floor_tick(time_point t) const noexcept;
+    void update_driver(bool due_now = false);
+    void post_continuation() noexcept;
     void start_driver(tick_type tick);
     void stop_driver() noexcept;
     void on_driver(const boost::system::error_code& ec);

@@ -24,7 +24,8 @@ class service_entry : public wheel_entry {
 public:
     using event_function = void (*)(wheel_service&, service_entry&, entry_event);
 
-    explicit service_entry(event_function on_event) noexcept : on_event_(on_event) {}
+    explicit service_entry(event_function on_event) noexcept
+        : on_event_(on_event) {}
     service_entry(service_entry&&) noexcept = default;
     service_entry& operator=(service_entry&&) noexcept = default;
 

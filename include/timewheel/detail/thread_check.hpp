@@ -40,7 +40,8 @@ public:
 #if TIMEWHEEL_THREAD_CHECKS
     class scope {
     public:
-        explicit scope(thread_check& check) noexcept : check_(check) {
+        explicit scope(thread_check& check) noexcept
+            : check_(check) {
             const std::thread::id self = std::this_thread::get_id();
             std::thread::id expected{};
             if (check_.inside_.compare_exchange_strong(expected, self)) {

@@ -40,7 +40,8 @@ public:
     wait_cancellation* cancellation_ = nullptr; // the handler installed in its slot, if any
 
 protected:
-    explicit wait_op_base(func_type complete) noexcept : scheduler_operation(complete) {}
+    explicit wait_op_base(func_type complete) noexcept
+        : scheduler_operation(complete) {}
 };
 
 template <typename Handler, typename IoExecutor>
@@ -79,19 +80,33 @@ private:
 void on_timer_event(wheel_service& service, service_entry& entry, entry_event event);
 
 struct timer_impl : service_entry {
-    timer_impl() noexcept : service_entry(&on_timer_event) {}
+    timer_impl() noexcept
+        : service_entry(&on_timer_event) {}
 
     std::chrono::steady_clock::time_point expiry{};
     std::chrono::steady_clock::duration slack{};
     net::detail::op_queue<wait_op_base> ops;
 };
 
-// Installed in a wait's cancellation slot. Inert (op_ null) once the wait has completed.
+// Installed in a wait's cancellation slot. The op and this handler point at each other and
+// each one unlinks the other when it goes first: the wait completing detaches the handler
+// (which stays in the slot, inert), and the handler being destroyed (its signal destroyed,
+// the slot cleared or given to another operation) detaches the op. So neither outlives the
+// other's pointer, whatever the order.
 class wait_cancellation {
 public:
     wait_cancellation(wheel_service* service, wait_op_base* op) noexcept
         : service_(service)
         , op_(op) {}
+
+    ~wait_cancellation() {
+        if (op_ != nullptr) {
+            op_->cancellation_ = nullptr;
+        }
+    }
+
+    wait_cancellation(const wait_cancellation&) = delete;
+    wait_cancellation& operator=(const wait_cancellation&) = delete;
 
     void operator()(net::cancellation_type_t type);
 

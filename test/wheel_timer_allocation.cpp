@@ -1,0 +1,405 @@
+// Steady state allocates nothing: a counting global operator new, and cycles of wheel_timer
+// waits, reschedules, cancels and callback_timer expiries run from inside handlers (where
+// Asio's recycling allocator serves the operations). Also reports the sizes of a
+// wheel_timer, a steady_timer and of one pending wait's operation for each.
+
+#define BOOST_TEST_MODULE wheel_timer_allocation
+#include <timewheel/wheel_timer.hpp>
+
+#include <boost/test/unit_test.hpp>
+
+#include <timewheel/callback_timer.hpp>
+
+#include <boost/asio/bind_allocator.hpp>
+#include <boost/asio/bind_cancellation_slot.hpp>
+#include <boost/asio/io_context.hpp>
+#include <boost/asio/post.hpp>
+#include <boost/asio/steady_timer.hpp>
+
+#include <atomic>
+#include <chrono>
+#include <cstdio>
+#include <cstdlib>
+#include <new>
+
+namespace net = boost::asio;
+using namespace std::chrono_literals;
+using boost::system::error_code;
+using timewheel::callback_timer;
+using timewheel::wheel_service;
+using timewheel::wheel_timer;
+
+// --- A counting global operator new ------------------------------------------------------
+
+namespace {
+
+std::atomic<bool> counting{false};
+std::atomic<long> allocations{0};
+
+// Out of line, so that the compiler does not see malloc/free meet new/delete expressions
+// (-Wmismatched-new-delete).
+[[gnu::noinline]] void release(void* p) noexcept {
+    std::free(p);
+}
+
+[[gnu::noinline]] void* counted_allocate(std::size_t size, std::size_t alignment = 0) {
+    if (counting.load(std::memory_order_relaxed)) {
+        allocations.fetch_add(1, std::memory_order_relaxed);
+    }
+    if (size == 0) {
+        size = 1;
+    }
+    void* p = nullptr;
+    if (alignment > alignof(std::max_align_t)) {
+        size = (size + alignment - 1) / alignment * alignment;
+        p = std::aligned_alloc(alignment, size);
+    } else {
+        p = std::malloc(size);
+    }
+    return p;
+}
+
+} // namespace
+
+void* operator new(std::size_t size) {
+    if (void* p = counted_allocate(size)) {
+        return p;
+    }
+    throw std::bad_alloc();
+}
+void* operator new[](std::size_t size) {
+    if (void* p = counted_allocate(size)) {
+        return p;
+    }
+    throw std::bad_alloc();
+}
+void* operator new(std::size_t size, std::align_val_t alignment) {
+    if (void* p = counted_allocate(size, static_cast<std::size_t>(alignment))) {
+        return p;
+    }
+    throw std::bad_alloc();
+}
+void* operator new[](std::size_t size, std::align_val_t alignment) {
+    if (void* p = counted_allocate(size, static_cast<std::size_t>(alignment))) {
+        return p;
+    }
+    throw std::bad_alloc();
+}
+void* operator new(std::size_t size, const std::nothrow_t&) noexcept {
+    return counted_allocate(size);
+}
+void* operator new[](std::size_t size, const std::nothrow_t&) noexcept {
+    return counted_allocate(size);
+}
+void operator delete(void* p) noexcept {
+    release(p);
+}
+void operator delete[](void* p) noexcept {
+    release(p);
+}
+void operator delete(void* p, std::size_t) noexcept {
+    release(p);
+}
+void operator delete[](void* p, std::size_t) noexcept {
+    release(p);
+}
+void operator delete(void* p, std::align_val_t) noexcept {
+    release(p);
+}
+void operator delete[](void* p, std::align_val_t) noexcept {
+    release(p);
+}
+void operator delete(void* p, std::size_t, std::align_val_t) noexcept {
+    release(p);
+}
+void operator delete[](void* p, std::size_t, std::align_val_t) noexcept {
+    release(p);
+}
+
+namespace {
+
+void start_counting() {
+    allocations = 0;
+    counting = true;
+}
+
+long stop_counting() {
+    counting = false;
+    return allocations.load();
+}
+
+constexpr int warmup = 100;
+constexpr int cycles = 3000;
+
+// State shared by the self-re-arming handlers below. The handlers are small structs (no
+// std::function), so that copying one never allocates.
+struct cycle_state {
+    int measured = cycles;
+    int done = 0;
+    long counted = -1;
+    int errors = 0;
+
+    // Call once per cycle; returns false when the measured cycles are over.
+    bool next() {
+        ++done;
+        if (done == warmup) {
+            start_counting();
+        }
+        if (done == warmup + measured) {
+            counted = stop_counting();
+            return false;
+        }
+        return true;
+    }
+};
+
+void check(const cycle_state& s) {
+    BOOST_TEST(s.done == warmup + s.measured);
+    BOOST_TEST(s.errors == 0);
+    BOOST_TEST(s.counted == 0, "allocations in " << s.measured << " steady cycles: " << s.counted);
+}
+
+} // namespace
+
+// --- wheel_timer -------------------------------------------------------------------------
+
+namespace {
+
+struct rearm_handler {
+    wheel_timer* timer;
+    cycle_state* state;
+    wheel_timer::duration delay;
+
+    void operator()(error_code ec) {
+        state->errors += ec ? 1 : 0;
+        if (state->next()) {
+            timer->expires_after(delay);
+            timer->async_wait(*this);
+        }
+    }
+};
+
+} // namespace
+
+BOOST_AUTO_TEST_CASE(wheel_timer_arm_and_fire_cycles_allocate_nothing) {
+    net::io_context io;
+    wheel_timer t(io, 0ms);
+    cycle_state state;
+    t.async_wait(rearm_handler{&t, &state, 0ms});
+    io.run();
+    check(state);
+}
+
+BOOST_AUTO_TEST_CASE(wheel_timer_cycles_through_real_wakeups_allocate_nothing) {
+    // A 50 µs delay rounds up to the next tick: every cycle is a wakeup by the reactor.
+    net::io_context io;
+    wheel_timer t(io, 50us);
+    cycle_state state;
+    state.measured = 300;
+    t.async_wait(rearm_handler{&t, &state, 50us});
+    io.run();
+    check(state);
+    BOOST_TEST(net::use_service<wheel_service>(io).wakeups() >= 300u);
+}
+
+namespace {
+
+// Each step moves a pending 1 h wait: later (one store) and earlier (relink and a new
+// driver deadline) in turn, then posts the next step.
+struct reschedule_step {
+    net::io_context* io;
+    wheel_timer* timer;
+    cycle_state* state;
+
+    void operator()() {
+        const std::size_t pending = timer->reschedule_after(
+            state->done % 2 == 0 ? 2h + std::chrono::seconds(state->done) : 1h);
+        state->errors += pending == 1 ? 0 : 1;
+        if (state->next()) {
+            net::post(*io, *this);
+        }
+    }
+};
+
+} // namespace
+
+BOOST_AUTO_TEST_CASE(reschedule_after_cycles_allocate_nothing) {
+    net::io_context io;
+    wheel_timer t(io, 1h);
+    int completions = 0;
+    t.async_wait([&](error_code) { ++completions; });
+    cycle_state state;
+    net::post(io, reschedule_step{&io, &t, &state});
+    io.run_for(50ms);
+    check(state);
+    BOOST_TEST(completions == 0);
+    t.cancel();
+    io.restart();
+    io.run();
+    BOOST_TEST(completions == 1);
+}
+
+namespace {
+
+struct cancel_rewait_handler {
+    wheel_timer* timer;
+    cycle_state* state;
+
+    void operator()(error_code ec) {
+        state->errors += ec == net::error::operation_aborted ? 0 : 1;
+        if (state->next()) {
+            timer->async_wait(*this);
+            timer->cancel();
+        }
+    }
+};
+
+} // namespace
+
+BOOST_AUTO_TEST_CASE(cancel_and_rewait_cycles_allocate_nothing) {
+    net::io_context io;
+    wheel_timer t(io, 1h);
+    cycle_state state;
+    t.async_wait(cancel_rewait_handler{&t, &state});
+    t.cancel();
+    io.run();
+    check(state);
+}
+
+namespace {
+
+struct slot_rewait_handler {
+    wheel_timer* timer;
+    net::cancellation_signal* signal;
+    cycle_state* state;
+
+    void operator()(error_code ec) {
+        state->errors += ec == net::error::operation_aborted ? 0 : 1;
+        if (state->next()) {
+            timer->async_wait(net::bind_cancellation_slot(signal->slot(), *this));
+            signal->emit(net::cancellation_type::terminal);
+        }
+    }
+};
+
+} // namespace
+
+BOOST_AUTO_TEST_CASE(per_operation_cancellation_cycles_allocate_nothing) {
+    net::io_context io;
+    wheel_timer t(io, 1h);
+    net::cancellation_signal signal;
+    cycle_state state;
+    t.async_wait(
+        net::bind_cancellation_slot(signal.slot(), slot_rewait_handler{&t, &signal, &state}));
+    signal.emit(net::cancellation_type::terminal);
+    io.run();
+    check(state);
+}
+
+// --- callback_timer and the driver -------------------------------------------------------
+
+namespace {
+
+struct periodic_callback {
+    callback_timer<periodic_callback>** self;
+    cycle_state* state;
+    std::chrono::steady_clock::duration period;
+
+    void operator()() {
+        if (state->next()) {
+            (*self)->expires_after(period);
+        }
+    }
+};
+
+void run_periodic(std::chrono::steady_clock::duration period, int measured,
+                  int expected_min_wakeups) {
+    net::io_context io;
+    cycle_state state;
+    state.measured = measured;
+    callback_timer<periodic_callback>* self = nullptr;
+    callback_timer<periodic_callback> t(io, periodic_callback{&self, &state, period});
+    self = &t;
+    t.expires_after(period);
+    io.run();
+    check(state);
+    BOOST_TEST(net::use_service<wheel_service>(io).wakeups() >=
+               static_cast<std::uint64_t>(expected_min_wakeups));
+}
+
+} // namespace
+
+BOOST_AUTO_TEST_CASE(callback_timer_cycles_allocate_nothing) {
+    run_periodic(0ms, cycles, 1);
+}
+
+BOOST_AUTO_TEST_CASE(steady_driver_wakeups_allocate_nothing) {
+    // Every cycle is a wakeup of the driver by the reactor.
+    run_periodic(20us, 300, warmup + 300);
+}
+
+// --- Sizes -------------------------------------------------------------------------------
+
+namespace {
+
+struct size_probe {
+    std::size_t* bytes;
+};
+
+template <typename T>
+struct recording_allocator {
+    using value_type = T;
+    size_probe probe;
+
+    explicit recording_allocator(size_probe p) noexcept
+        : probe(p) {}
+    template <typename U>
+    recording_allocator(const recording_allocator<U>& other) noexcept
+        : probe(other.probe) {}
+
+    T* allocate(std::size_t n) {
+        *probe.bytes = n * sizeof(T);
+        return static_cast<T*>(::operator new(n * sizeof(T)));
+    }
+    void deallocate(T* p, std::size_t) noexcept { ::operator delete(p); }
+    template <typename U>
+    bool operator==(const recording_allocator<U>& other) const noexcept {
+        return probe.bytes == other.probe.bytes;
+    }
+};
+
+} // namespace
+
+BOOST_AUTO_TEST_CASE(sizes_of_a_timer_and_of_a_pending_wait) {
+    net::io_context io;
+    auto plain = [](error_code) {};
+    using plain_handler = decltype(plain);
+    using bound_handler = net::allocator_binder<plain_handler, recording_allocator<int>>;
+
+    std::size_t wheel_op = 0;
+    std::size_t steady_op = 0;
+    {
+        wheel_timer t(io, 1h);
+        t.async_wait(net::bind_allocator(recording_allocator<int>({&wheel_op}), plain));
+        net::steady_timer s(io, 1h);
+        s.async_wait(net::bind_allocator(recording_allocator<int>({&steady_op}), plain));
+    }
+    io.run();
+
+    using wheel_plain_op = timewheel::detail::wait_op<plain_handler, net::any_io_executor>;
+    using wheel_bound_op = timewheel::detail::wait_op<bound_handler, net::any_io_executor>;
+    using steady_plain_op = net::detail::wait_handler<plain_handler, net::any_io_executor>;
+    using steady_bound_op = net::detail::wait_handler<bound_handler, net::any_io_executor>;
+    BOOST_TEST(wheel_op == sizeof(wheel_bound_op)); // the op came from the handler's allocator
+    BOOST_TEST(steady_op == sizeof(steady_bound_op));
+
+    std::printf("sizeof(timewheel::wheel_timer)        = %zu\n", sizeof(wheel_timer));
+    std::printf("sizeof(boost::asio::steady_timer)     = %zu\n", sizeof(net::steady_timer));
+    std::printf("sizeof(timewheel::callback_timer<fn>) = %zu (fn: one pointer)\n",
+                sizeof(callback_timer<periodic_callback*>));
+    std::printf("pending wait, plain lambda: wheel_timer op %zu bytes, steady_timer op %zu bytes\n",
+                sizeof(wheel_plain_op), sizeof(steady_plain_op));
+    std::printf("pending wait, bind_allocator (measured): wheel_timer %zu bytes, steady_timer %zu "
+                "bytes\n",
+                wheel_op, steady_op);
+}
