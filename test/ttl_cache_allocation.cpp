@@ -1,0 +1,262 @@
+//
+// test/ttl_cache_allocation.cpp
+//
+// Counts the heap allocations of ttl_cache (global operator new is replaced in this
+// program): at most one per inserted entry, plus one per doubling of the index; none, once
+// warm, for a refresh, a hit, a miss, an erase followed by an insertion (a recycled node),
+// an eviction, an expiry, or an async_take() hit. Counting is switched on only around the
+// operations under test, never around a Boost.Test assertion.
+//
+
+#define BOOST_TEST_MODULE ttl_cache_allocation
+#include <timewheel/ttl_cache.hpp>
+
+#include <boost/test/unit_test.hpp>
+
+#include <boost/asio/io_context.hpp>
+
+#include <atomic>
+#include <chrono>
+#include <cstddef>
+#include <cstdint>
+#include <cstdlib>
+#include <new>
+
+namespace {
+
+std::atomic<bool> counting{false};
+std::atomic<std::size_t> allocations{0};
+
+void* counted_allocate(std::size_t size) {
+    if (counting.load(std::memory_order_relaxed)) {
+        allocations.fetch_add(1, std::memory_order_relaxed);
+    }
+    if (void* p = std::malloc(size == 0 ? 1 : size)) {
+        return p;
+    }
+    throw std::bad_alloc();
+}
+
+// Allocations made by `f`.
+template <typename F>
+std::size_t count_allocations(F&& f) {
+    allocations = 0;
+    counting = true;
+    f();
+    counting = false;
+    return allocations.load();
+}
+
+} // namespace
+
+void* operator new(std::size_t size) {
+    return counted_allocate(size);
+}
+void* operator new[](std::size_t size) {
+    return counted_allocate(size);
+}
+void operator delete(void* p) noexcept {
+    std::free(p);
+}
+void operator delete[](void* p) noexcept {
+    std::free(p);
+}
+void operator delete(void* p, std::size_t) noexcept {
+    std::free(p);
+}
+void operator delete[](void* p, std::size_t) noexcept {
+    std::free(p);
+}
+
+namespace net = boost::asio;
+namespace tw = timewheel;
+using namespace std::chrono_literals;
+using cache_type = tw::ttl_cache<std::uint64_t, std::uint64_t>;
+
+namespace {
+
+// A cheap deterministic sequence for keys.
+std::uint64_t next(std::uint64_t& state) {
+    return tw::detail::splitmix64(state);
+}
+
+} // namespace
+
+BOOST_AUTO_TEST_CASE(one_allocation_per_entry_at_most) {
+    net::io_context io;
+    tw::ttl_cache_options options;
+    options.spare_nodes = 0; // no reuse: every insertion pays for its node
+    options.jitter = 0;      // deadlines in insertion order: the wheel's wakeup never moves
+                             // earlier (which may allocate a driver operation in the service)
+    cache_type cache(io, 1h, options);
+    constexpr std::size_t n = 5000;
+    // Warm up the wheel's driver (its first wait allocates an operation, then recycles it).
+    cache.set(n, 0);
+    cache.erase(n);
+    io.poll();
+    const std::size_t inserted = count_allocations([&] {
+        for (std::uint64_t k = 0; k < n; ++k) {
+            cache.set(k, k);
+        }
+    });
+    // 8 initial buckets, doubled while the entries would outnumber them: 8 -> 8192.
+    std::size_t doublings = 0;
+    for (std::size_t buckets = 8; buckets < n; buckets *= 2) {
+        ++doublings;
+    }
+    BOOST_TEST(inserted == n + doublings);
+    BOOST_TEST(cache.size() == n);
+    cache.clear();
+}
+
+BOOST_AUTO_TEST_CASE(warm_cache_allocates_nothing) {
+    net::io_context io;
+    constexpr std::size_t limit = 2000;
+    tw::ttl_cache_options options;
+    options.limit = limit;
+    options.spare_nodes = 256;
+    options.jitter = 0; // see one_allocation_per_entry_at_most; jitter has its own case below
+    cache_type cache(io, 1h, options);
+    std::uint64_t state = 1;
+
+    // Warm-up: fill to the limit, evict a few, erase and re-insert a few.
+    for (std::uint64_t k = 0; k < limit + 100; ++k) {
+        cache.set(k, k);
+    }
+    for (std::uint64_t k = 1000; k < 1100; ++k) {
+        cache.erase(k);
+    }
+    for (std::uint64_t k = 1000; k < 1100; ++k) {
+        cache.set(k, k);
+    }
+    BOOST_TEST_REQUIRE(cache.size() == limit);
+
+    const std::size_t refresh = count_allocations([&] {
+        for (int i = 0; i < 20000; ++i) {
+            const std::uint64_t k = 100 + next(state) % limit; // all cached
+            cache.set(k, k + 1);
+            cache.set(k, k + 2, 2h);
+        }
+    });
+    BOOST_TEST(refresh == 0u);
+
+    std::size_t hits = 0;
+    std::size_t misses = 0;
+    const std::size_t lookups = count_allocations([&] {
+        for (int i = 0; i < 20000; ++i) {
+            const std::uint64_t k = 100 + next(state) % limit;
+            hits += cache.get(k).has_value() ? 1 : 0;
+            misses += cache.get(k + 1'000'000).has_value() ? 0 : 1;
+            hits += cache.get_ptr(k) != nullptr ? 1 : 0;
+            hits += cache.contains(k) ? 1 : 0;
+        }
+    });
+    BOOST_TEST(lookups == 0u);
+    BOOST_TEST(hits == 60000u);
+    BOOST_TEST(misses == 20000u);
+
+    const std::size_t recycled = count_allocations([&] {
+        for (int i = 0; i < 20000; ++i) {
+            const std::uint64_t k = 100 + next(state) % limit;
+            cache.erase(k);
+            cache.set(k, k); // a node from the spare list
+        }
+    });
+    BOOST_TEST(recycled == 0u);
+
+    const std::uint64_t evictions_before = cache.stats().evictions;
+    const std::size_t evicting = count_allocations([&] {
+        for (std::uint64_t k = 10'000; k < 30'000; ++k) {
+            cache.set(k, k); // each evicts one, whose node the next insertion reuses
+        }
+    });
+    BOOST_TEST(evicting == 0u);
+    BOOST_TEST(cache.stats().evictions - evictions_before == 20000u);
+    BOOST_TEST(cache.size() == limit);
+    cache.clear();
+}
+
+BOOST_AUTO_TEST_CASE(jittered_refresh_allocates_nothing) {
+    net::io_context io;
+    cache_type cache(io, 1h); // default jitter: a refresh keeps its deadline, or moves it
+    // The earliest deadline, which no refresh below goes under: the wheel's wakeup stays put.
+    cache.set(1'000'000, 0, 10min);
+    for (std::uint64_t k = 0; k < 2000; ++k) {
+        cache.set(k, k);
+    }
+    io.poll();
+    std::uint64_t state = 3;
+    const std::size_t counted = count_allocations([&] {
+        for (int i = 0; i < 20000; ++i) {
+            const std::uint64_t k = next(state) % 2000;
+            cache.set(k, k + 1); // mostly kept: the deadline is still in the band
+            cache.set(k, k + 2, std::chrono::minutes(60 + next(state) % 60)); // later or earlier
+        }
+    });
+    BOOST_TEST(counted == 0u);
+    BOOST_TEST(cache.size() == 2001u);
+    cache.clear();
+}
+
+BOOST_AUTO_TEST_CASE(expiry_allocates_nothing) {
+    net::io_context io;
+    tw::ttl_cache_options options;
+    options.spare_nodes = 1000;
+    options.jitter = 0; // deadlines never go under the wheel's pending wakeup (see above)
+    cache_type cache(io, 5ms, options);
+    std::size_t expired = 0;
+    cache.on_removal(
+        [&](const std::uint64_t&, std::uint64_t&, tw::ttl_cache_removal) { ++expired; });
+    const auto expire_all = [&] {
+        for (std::uint64_t k = 0; k < 1000; ++k) {
+            cache.set(k, k, std::chrono::milliseconds(1 + k % 20));
+        }
+        while (!cache.empty()) {
+            io.restart();
+            io.run_one_for(50ms);
+        }
+    };
+    expire_all(); // warm-up: nodes, index, the wheel's driver
+    expired = 0;
+    const std::size_t counted = count_allocations(expire_all);
+    BOOST_TEST(counted == 0u);
+    BOOST_TEST(expired == 1000u);
+}
+
+BOOST_AUTO_TEST_CASE(take_hit_allocates_nothing_once_warm) {
+    net::io_context io;
+    tw::ttl_cache_options options;
+    options.jitter = 0; // so that key 2 expires after key 1 and the wheel's wakeup stays put
+    cache_type cache(io, 1h, options);
+    cache.set(1, 10);
+    std::uint64_t sum = 0;
+    const auto take = [&] {
+        cache.async_take(
+            1, [](const std::uint64_t&, auto handler) { handler({}, 0); },
+            [&](boost::system::error_code, std::uint64_t v) { sum += v; });
+        io.restart();
+        io.poll();
+    };
+    take(); // warm-up: Asio's recycling allocator keeps the operation's memory
+    const std::size_t counted = count_allocations([&] {
+        for (int i = 0; i < 1000; ++i) {
+            take();
+        }
+    });
+    BOOST_TEST(counted == 0u);
+    BOOST_TEST(sum == 10010u);
+
+    // A miss allocates its flight and the node of the entry it stores; the operation comes
+    // from the recycling allocator, warm since the hits.
+    const std::size_t miss = count_allocations([&] {
+        cache.async_take(
+            2, [](const std::uint64_t&, auto handler) { handler({}, 20); },
+            [&](boost::system::error_code, std::uint64_t v) { sum += v; });
+        io.restart();
+        io.poll();
+    });
+    BOOST_TEST_MESSAGE("allocations of an async_take miss: " << miss);
+    BOOST_TEST(miss == 2u);
+    BOOST_TEST(sum == 10030u);
+    cache.clear();
+}
