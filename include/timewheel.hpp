@@ -10,6 +10,10 @@
 #include <timewheel/basic_wheel_timer.hpp>
 #include <timewheel/callback_timer.hpp>
 #include <timewheel/idle_reaper.hpp>
+#include <timewheel/repeating_task.hpp>
+#include <timewheel/timer_registry.hpp>
+#include <timewheel/timing_wheel.hpp>
+#include <timewheel/ttl_cache.hpp>
 #include <timewheel/wheel.hpp>
 #include <timewheel/wheel_service.hpp>
 #include <timewheel/wheel_timer.hpp>

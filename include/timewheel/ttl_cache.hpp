@@ -214,6 +214,9 @@ public:
      * @param ttl The default time to live, at least 0 (0: an entry expires on the next run
      * of the wheel).
      * @param options Limit, jitter, name; see ttl_cache_options.
+     * @param hash The hash function of keys.
+     * @param equal The equality of keys.
+     * @param allocator Allocates the nodes and the bucket array.
      *
      * @throws std::invalid_argument naming @c ttl if it is negative, @c limit if it is 0,
      * @c jitter if it is outside [0, 1).
