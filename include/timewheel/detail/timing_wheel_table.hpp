@@ -17,6 +17,7 @@
 #ifndef TIMEWHEEL_DETAIL_TIMING_WHEEL_TABLE_HPP
 #define TIMEWHEEL_DETAIL_TIMING_WHEEL_TABLE_HPP
 
+#include <timewheel/detail/mix_hash.hpp>
 #include <timewheel/detail/service_entry.hpp>
 
 #include <algorithm>
@@ -32,18 +33,6 @@
 
 namespace timewheel {
 namespace detail {
-
-// MurmurHash3's 64-bit finaliser: moves every input bit into the low bits that the table's
-// mask keeps, so that std::hash's identity on integers does not cluster.
-inline std::size_t mix_hash(std::size_t h) noexcept {
-    std::uint64_t x = h;
-    x ^= x >> 33;
-    x *= 0xff51afd7ed558ccdULL;
-    x ^= x >> 33;
-    x *= 0xc4ceb9fe1a85ec53ULL;
-    x ^= x >> 33;
-    return static_cast<std::size_t>(x);
-}
 
 // t + d, clamped to the clock's range (a delay of duration::max() means "never").
 template <typename TimePoint, typename Duration>

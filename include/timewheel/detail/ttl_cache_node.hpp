@@ -9,6 +9,7 @@
 #ifndef TIMEWHEEL_DETAIL_TTL_CACHE_NODE_HPP
 #define TIMEWHEEL_DETAIL_TTL_CACHE_NODE_HPP
 
+#include <timewheel/detail/mix_hash.hpp>
 #include <timewheel/detail/service_entry.hpp>
 
 #include <boost/intrusive/list.hpp>
@@ -22,13 +23,6 @@ namespace timewheel {
 namespace detail {
 
 namespace bi = boost::intrusive;
-
-// A cheap finalizer: the index uses the low bits of the hash (power-of-two buckets), and
-// std::hash of an integer is the identity.
-inline std::size_t mix_hash(std::size_t h) noexcept {
-    std::uint64_t x = static_cast<std::uint64_t>(h) * 0x9E3779B97F4A7C15ull;
-    return static_cast<std::size_t>(x ^ (x >> 32));
-}
 
 // Whether lookups may take any key type K: with a transparent hash and key equality, as in
 // the standard unordered containers.
