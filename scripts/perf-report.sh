@@ -5,13 +5,14 @@
 #   results.md    the targets, a table per operation with ratios, every figure
 #   *.png         ns per operation against live entries, one line per implementation
 #   machine.txt   CPU, kernel, compiler, library versions, commit, load
-#   run.log       the console output of the run
+#   run.log       the console output of the run (git ignores it)
 #
 # Usage: scripts/perf-report.sh [--quick] [--repetitions R] [--min-time S] [--filter REGEX]
 #                               [OUTDIR]
 #   OUTDIR          default docs/performance (then the figures in docs/performance.md too)
 #   --quick         a short run to try the pipeline: sizes up to 1e6 only, one repetition,
-#                   0.1 s per benchmark (a few minutes)
+#                   0.1 s per benchmark (a few minutes); OUTDIR defaults to
+#                   build-release/perf-quick, so that the committed report stays as it is
 #   --repetitions R repetitions of each benchmark up to 1e6 entries (default 3; the tables
 #                   use the medians). The 1e7-entry benchmarks run once, in a second pass:
 #                   each takes from seconds to a minute to set up.
@@ -24,7 +25,7 @@ set -euo pipefail
 started=$(date +%s)
 cd "$(dirname "$0")/.."
 
-outdir=docs/performance
+outdir=""
 repetitions=3
 min_time=""
 quick=0
@@ -49,6 +50,8 @@ case "$repetitions" in
 esac
 
 build="${BUILD_DIR:-build-release}"
+# A quick run's figures are not for committing: by default they go to the build folder.
+[ -n "$outdir" ] || { [ "$quick" -eq 1 ] && outdir="$build/perf-quick" || outdir=docs/performance; }
 bash scripts/setup.sh gnuplot-nox python3
 cmake -S . -B "$build" -DCMAKE_BUILD_TYPE=Release -DTIMEWHEEL_BUILD_TESTS=OFF \
   -DTIMEWHEEL_BUILD_EXAMPLES=OFF -DTIMEWHEEL_BUILD_BENCHMARKS=ON >/dev/null
@@ -96,7 +99,7 @@ fi
 : > "$outdir/run.log"
 outputs=()
 for i in "${!pass_names[@]}"; do
-  out="$outdir/.${pass_names[$i]}.json"
+  out="$build/perf-report-${pass_names[$i]}.json" # merged into results.json below
   rm -f "$out"
   args=("${common[@]}" --benchmark_filter="${pass_filters[$i]}" --benchmark_out="$out")
   [ "${pass_repeats[$i]}" = no ] || args+=("${repeat[@]}")
@@ -122,7 +125,11 @@ with open(sys.argv[1], "w", encoding="utf-8") as f:
     json.dump(merged, f, indent=1)
 PY
 rm -f "${outputs[@]}"
-echo "load avg:   $(cut -d' ' -f1-3 /proc/loadavg) (after the run)" >> "$outdir/machine.txt"
+elapsed=$(( $(date +%s) - started ))
+{
+  echo "load avg:   $(cut -d' ' -f1-3 /proc/loadavg) (after the run)"
+  echo "duration:   $((elapsed / 60)) min $((elapsed % 60)) s, build included"
+} >> "$outdir/machine.txt"
 
 report_args=("$outdir/results.json" "$outdir" --machine "$outdir/machine.txt")
 # The default folder is the committed report: refresh the figures quoted in its page too.

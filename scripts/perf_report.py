@@ -227,17 +227,26 @@ def get(runs, name, key=TIME_COUNTER):
     return counter(run, key)
 
 
+def cpu_ns(runs, name):
+    """CPU nanoseconds per operation, from Google Benchmark's items_per_second."""
+    ips = get(runs, name, "items_per_second")
+    return 1e9 / ips if ips else None
+
+
 def targets(runs):
     """The issue's targets at 1M live entries: (target, figure, verdict) rows."""
     rows = []
 
-    def at_most(label, name, limit, unit="ns"):
-        v = get(runs, name)
+    def at_most(label, name, limit):
+        v, c = get(runs, name), cpu_ns(runs, name)
         if v is None:
             rows.append((label, f"`{name}`: not measured", "–"))
-        else:
-            rows.append((label, f"`{name}`: {fmt_ns(v)} {unit}",
-                         "met" if v <= limit else "missed"))
+            return
+        figure = f"`{name}`: {fmt_ns(v)} ns" + (f" (CPU time: {fmt_ns(c)} ns)" if c else "")
+        verdict = "met" if v <= limit else "missed"
+        if v > limit and c is not None and c <= limit:
+            verdict += " (met in CPU time)"
+        rows.append((label, figure, verdict))
 
     at_most("arm ≤ 10 ns", "wheel/arm/1000000", 10)
     at_most("lazy later move ≤ 10 ns (random order)", "wheel/move_later/1000000", 10)
@@ -245,11 +254,13 @@ def targets(runs):
     at_most("cancel ≤ 20 ns (random order)", "wheel/cancel/1000000", 20)
     at_most("cancel ≤ 20 ns (arm order)", "wheel/cancel_armorder/1000000", 20)
 
-    v = get(runs, "wheel/expire/1000000")
+    v, c = get(runs, "wheel/expire/1000000"), cpu_ns(runs, "wheel/expire/1000000")
     if v is not None:
         rate = 1e3 / v
-        rows.append(("≥ 10 million expiries per second",
-                     f"`wheel/expire/1000000`: {fmt_ns(v)} ns per entry = {rate:.1f} M/s",
+        figure = f"`wheel/expire/1000000`: {fmt_ns(v)} ns per entry = {rate:.1f} M/s"
+        if c:
+            figure += f" (CPU time: {fmt_ns(c)} ns = {1e3 / c:.1f} M/s)"
+        rows.append(("≥ 10 million expiries per second", figure,
                      "met" if rate >= 10 else "missed"))
 
     b = get(runs, "wheel/bytes_per_entry/1000000", "bytes_per_entry")
@@ -282,11 +293,17 @@ def targets(runs):
 
     def ratio(label, slow, fast, limit):
         a, b = get(runs, slow), get(runs, fast)
+        ca, cb = cpu_ns(runs, slow), cpu_ns(runs, fast)
         if a is None or b is None:
             rows.append((label, f"`{slow}` / `{fast}`: not measured", "–"))
-        else:
-            rows.append((label, f"`{slow}` / `{fast}`: {fmt_ns(a)} / {fmt_ns(b)} ns = "
-                         f"{a / b:.1f}×", "met" if a / b >= limit else "missed"))
+            return
+        figure = f"`{slow}` / `{fast}`: {fmt_ns(a)} / {fmt_ns(b)} ns = {a / b:.1f}×"
+        if ca and cb:
+            figure += f" (CPU time: {ca / cb:.1f}×)"
+        verdict = "met" if a / b >= limit else "missed"
+        if a / b < limit and ca and cb and ca / cb >= limit:
+            verdict += " (met in CPU time)"
+        rows.append((label, figure, verdict))
 
     fires = [(name, counter(run, "allocs_per_fire")) for name, run in runs.items()
              if name.startswith("wheel_service/") and counter(run, "fired_per_s")]
