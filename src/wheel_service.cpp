@@ -276,6 +276,7 @@ void wheel_service::add_wait(implementation_type& impl, detail::wait_op_base* op
     }
     op->timer_ = &impl;
     impl.ops.push(op);
+    ++impl.waits;
     scheduler_.work_started();
 }
 
@@ -298,6 +299,7 @@ std::size_t wheel_service::complete_waits(implementation_type& impl, std::size_t
         done.push(op);
         ++count;
     }
+    impl.waits -= count;
     if (impl.ops.empty()) {
         cancel(static_cast<detail::service_entry&>(impl));
     }
@@ -319,6 +321,7 @@ void wheel_service::cancel_wait(detail::wait_op_base& op) {
         }
     }
     impl->ops.push(others);
+    --impl->waits;
     op.ec_ = net::error::operation_aborted;
     op.timer_ = nullptr;
     op.cancellation_ = nullptr; // its handler has already gone inert
@@ -344,6 +347,7 @@ void wheel_service::on_timer_event(implementation_type& impl, detail::entry_even
         }
         abandoned.push(op);
     }
+    impl.waits = 0;
     scheduler_.abandon_operations(abandoned);
 }
 
@@ -361,6 +365,8 @@ void wheel_service::move_construct(implementation_type& impl, implementation_typ
     impl.expiry = other.expiry;
     impl.slack = other.slack;
     impl.ops.push(other.ops);
+    impl.waits = other.waits;
+    other.waits = 0;
     for (detail::wait_op_base* op = impl.ops.front(); op != nullptr;
          op = static_cast<detail::wait_op_base*>(net::detail::op_queue_access::next(op))) {
         op->timer_ = &impl;
@@ -403,11 +409,7 @@ std::size_t wheel_service::reschedule_at(implementation_type& impl, time_point e
         return 0;
     }
     reschedule(impl, expiry);
-    std::size_t pending = 0;
-    for (auto* op = impl.ops.front(); op != nullptr; op = net::detail::op_queue_access::next(op)) {
-        ++pending;
-    }
-    return pending;
+    return impl.waits;
 }
 
 void wheel_service::set_slack(implementation_type& impl, duration slack) {

@@ -86,6 +86,7 @@ struct timer_impl : service_entry {
     std::chrono::steady_clock::time_point expiry{};
     std::chrono::steady_clock::duration slack{};
     net::detail::op_queue<wait_op_base> ops;
+    std::size_t waits = 0; // ops' length, so that reschedule_at() need not walk the queue
 };
 
 // Installed in a wait's cancellation slot. The op and this handler point at each other and
