@@ -1,21 +1,21 @@
 // scheduled_work: repeating and keyed work on one io_context, which finishes by itself
 // after about three seconds.
 //
-//  * Sessions (timing_wheel<std::string, session>) expire after 0.6 to 1.6 s of silence. Two of
+//  * Sessions (keyed_timers<std::string, session>) expire after 0.6 to 1.6 s of silence. Two of
 //    them keep talking: each message pushes their deadline back (move_timer, O(1), found by a
 //    std::string_view without building a string). The others expire and are logged.
 //  * A heartbeat (repeating_task) runs every 250 ms, eight times, detached: it frees itself.
 //  * A sweep runs every 400 ms with the `skip` policy. At 1 s a handler blocks the thread
 //    for 900 ms: the sweep runs once, late, and keeps its phase (no burst of missed sweeps);
-//    the timing_wheel fires the sessions that came due meanwhile, in deadline order.
+//    the keyed_timers fires the sessions that came due meanwhile, in deadline order.
 //  * Timers named by ids (timer_registry, tao's API): a poll every 300 ms, cancelled by a
 //    one-shot timer at 2 s.
 //  * Four tasks created together with `spread` get their first runs spread over their
 //    interval instead of firing at once.
 
+#include <timewheel/keyed_timers.hpp>
 #include <timewheel/repeating_task.hpp>
 #include <timewheel/timer_registry.hpp>
-#include <timewheel/timing_wheel.hpp>
 
 #include <boost/asio/io_context.hpp>
 #include <boost/asio/post.hpp>
@@ -50,7 +50,7 @@ int main() {
     // --- Keyed timers: session expiry ----------------------------------------------------
     int expired = 0;
     int messages = 0;
-    timewheel::timing_wheel<std::string, session> sessions(
+    timewheel::keyed_timers<std::string, session> sessions(
         io, [&](const std::string& id, session& s) {
             ++expired;
             std::printf("%5lld ms  session %s (%s) expired\n", ms_since_start(), id.c_str(),

@@ -10,9 +10,9 @@
 #include <timewheel/basic_wheel_timer.hpp>
 #include <timewheel/callback_timer.hpp>
 #include <timewheel/idle_reaper.hpp>
+#include <timewheel/keyed_timers.hpp>
 #include <timewheel/repeating_task.hpp>
 #include <timewheel/timer_registry.hpp>
-#include <timewheel/timing_wheel.hpp>
 #include <timewheel/ttl_cache.hpp>
 #include <timewheel/wheel.hpp>
 #include <timewheel/wheel_service.hpp>

@@ -28,12 +28,12 @@ import sys
 from collections import OrderedDict
 
 # The implementation that ratios are taken against, first found in an operation's group.
-REFERENCES = ["wheel", "wheel_timer", "wheel_service", "timing_wheel", "ttl_cache",
+REFERENCES = ["wheel", "wheel_timer", "wheel_service", "keyed_timers", "ttl_cache",
               "idle_reaper"]
 
 # The partner of a baseline that appears beside more than one timewheel implementation
 # under the same operation name (ttl_cache and the core wheel both have `expire`).
-PARTNERS = {"lru_steady_timer": "ttl_cache", "map_steady_timer": "timing_wheel",
+PARTNERS = {"lru_steady_timer": "ttl_cache", "map_steady_timer": "keyed_timers",
             "lazy_steady_timer": "idle_reaper"}
 
 # Operations shown first, in this order; the others follow in the order of the run.

@@ -18,7 +18,7 @@ BOOST_AUTO_TEST_CASE(features_share_one_wheel) {
     timer.async_wait([&](boost::system::error_code ec) { fired += !ec; });
     timewheel::callback_timer callback(io, [&] { ++fired; });
     callback.expires_after(2ms);
-    timewheel::timing_wheel<std::string, int> keyed(
+    timewheel::keyed_timers<std::string, int> keyed(
         io, [&](const std::string&, int& value) { fired += value; });
     keyed.set_timer("key", 1, 3ms);
     timewheel::ttl_cache<std::string, int> cache(io, 1h);

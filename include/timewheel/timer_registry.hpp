@@ -9,7 +9,7 @@
 //
 // Design and trade-offs:
 //
-// * A timing_wheel<timer_id, ...> underneath: each timer is one slot of its hash table,
+// * A keyed_timers<timer_id, ...> underneath: each timer is one slot of its hash table,
 //   found by id. Adding, cancelling and firing are O(1); a repeating timer is set again when
 //   its callback returns, with no allocation (the callback is held in a std::function, which
 //   allocates once, when the timer is added, if the callable does not fit in its small
@@ -23,8 +23,8 @@
 #ifndef TIMEWHEEL_TIMER_REGISTRY_HPP
 #define TIMEWHEEL_TIMER_REGISTRY_HPP
 
+#include <timewheel/keyed_timers.hpp>
 #include <timewheel/repeating_task.hpp>
-#include <timewheel/timing_wheel.hpp>
 
 #include <boost/asio/execution.hpp>
 #include <boost/asio/execution_context.hpp>
@@ -52,7 +52,7 @@ namespace timewheel {
  * exception propagates out of the io_context's run() and that timer ends.
  *
  * @par Precision
- * As timing_wheel: never early, within one tick of the wheel plus the io_context's latency.
+ * As keyed_timers: never early, within one tick of the wheel plus the io_context's latency.
  *
  * @par Thread Safety
  * @e Distinct @e objects: Safe from the thread that runs their io_context.@n
@@ -174,7 +174,7 @@ private:
     timer_id next_id_ = 1;
     timer_id firing_ = 0;         // the timer whose callback is running, if any
     bool firing_repeats_ = false; // it is repeating and has not been cancelled
-    timing_wheel<timer_id, slot> wheel_;
+    keyed_timers<timer_id, slot> wheel_;
 };
 
 } // namespace timewheel

@@ -8,7 +8,7 @@
 #ifndef TIMEWHEEL_IMPL_REPEATING_TASK_HPP
 #define TIMEWHEEL_IMPL_REPEATING_TASK_HPP
 
-#include <timewheel/detail/timing_wheel_table.hpp> // add_saturated
+#include <timewheel/detail/keyed_timers_table.hpp> // add_saturated
 
 #include <algorithm>
 #include <chrono>

@@ -1,12 +1,12 @@
 //
-// bench/timing_wheel_bench.cpp
+// bench/keyed_timers_bench.cpp
 //
-// Keyed timers: timewheel::timing_wheel<uint64_t, uint64_t> against the pattern it replaces,
+// Keyed timers: timewheel::keyed_timers<uint64_t, uint64_t> against the pattern it replaces,
 // an std::unordered_map<uint64_t, std::unique_ptr<{steady_timer, value}>>, at 10k, 100k and
-// 1M live keys. Names: <implementation>/<op>/<keys>, implementation `timing_wheel` or
+// 1M live keys. Names: <implementation>/<op>/<keys>, implementation `keyed_timers` or
 // `map_steady_timer`, op `set`, `move` or `remove`.
 //
-//   set     replace the value and deadline of an existing key (timing_wheel::set_timer; the
+//   set     replace the value and deadline of an existing key (keyed_timers::set_timer; the
 //           map: find, assign the value, expires_after + async_wait)
 //   move    change the deadline of an existing key (move_timer; the map: find,
 //           expires_after + async_wait)
@@ -24,7 +24,7 @@
 // around the timed batches only (read it from one --benchmark_format=json run).
 //
 
-#include <timewheel/timing_wheel.hpp>
+#include <timewheel/keyed_timers.hpp>
 
 #include <benchmark/benchmark.h>
 #include <boost/asio/io_context.hpp>
@@ -136,7 +136,7 @@ slice batch_of(std::size_t pass, std::size_t n) {
     return {begin, begin + size};
 }
 
-// --- timewheel::timing_wheel ----------------------------------------------------------------
+// --- timewheel::keyed_timers ----------------------------------------------------------------
 
 struct wheel_keys {
     explicit wheel_keys(std::size_t n)
@@ -151,10 +151,10 @@ struct wheel_keys {
 
     net::io_context io;
     std::uint64_t fired = 0;
-    timewheel::timing_wheel<key_type, std::uint64_t> tw;
+    timewheel::keyed_timers<key_type, std::uint64_t> tw;
 };
 
-void timing_wheel_set(benchmark::State& state, std::size_t n) {
+void keyed_timers_set(benchmark::State& state, std::size_t n) {
     const workload& w = get_workload(n);
     wheel_keys keys(n);
     poller poll(keys.io);
@@ -176,7 +176,7 @@ void timing_wheel_set(benchmark::State& state, std::size_t n) {
     clock.report(state);
 }
 
-void timing_wheel_move(benchmark::State& state, std::size_t n) {
+void keyed_timers_move(benchmark::State& state, std::size_t n) {
     const workload& w = get_workload(n);
     wheel_keys keys(n);
     poller poll(keys.io);
@@ -199,7 +199,7 @@ void timing_wheel_move(benchmark::State& state, std::size_t n) {
     clock.report(state);
 }
 
-void timing_wheel_remove(benchmark::State& state, std::size_t n) {
+void keyed_timers_remove(benchmark::State& state, std::size_t n) {
     const workload& w = get_workload(n);
     wheel_keys keys(n);
     poller poll(keys.io);
@@ -356,13 +356,13 @@ using bench_fn = void (*)(benchmark::State&, std::size_t);
         const char* name;
         bench_fn fn;
     } cases[] = {
-        {"set", timing_wheel_set},       {"set", map_steady_timer_set},
-        {"move", timing_wheel_move},     {"move", map_steady_timer_move},
-        {"remove", timing_wheel_remove}, {"remove", map_steady_timer_remove},
+        {"set", keyed_timers_set},       {"set", map_steady_timer_set},
+        {"move", keyed_timers_move},     {"move", map_steady_timer_move},
+        {"remove", keyed_timers_remove}, {"remove", map_steady_timer_remove},
     };
     for (const std::size_t n : {10'000, 100'000, 1'000'000}) {
         for (std::size_t i = 0; i < std::size(cases); ++i) {
-            const char* impl = i % 2 == 0 ? "timing_wheel" : "map_steady_timer";
+            const char* impl = i % 2 == 0 ? "keyed_timers" : "map_steady_timer";
             const std::string name =
                 std::string(impl) + "/" + cases[i].name + "/" + std::to_string(n);
             const bench_fn fn = cases[i].fn;

@@ -1,5 +1,5 @@
-#define BOOST_TEST_MODULE timing_wheel_differential
-#include <timewheel/timing_wheel.hpp>
+#define BOOST_TEST_MODULE keyed_timers_differential
+#include <timewheel/keyed_timers.hpp>
 
 #include <boost/test/unit_test.hpp>
 
@@ -18,7 +18,7 @@
 #include <string_view>
 #include <vector>
 
-// Random keyed operations on a timing_wheel<std::string, uint64_t>, driven by real time in
+// Random keyed operations on a keyed_timers<std::string, uint64_t>, driven by real time in
 // short io_context runs, checked against a reference model (key -> deadline, value):
 //
 //  * set, move and remove answer as the model does; size() matches after every operation;
@@ -243,7 +243,7 @@ private:
     net::io_context io_;
     std::vector<std::string> keys_;
     std::map<std::string, pending, std::less<>> model_;
-    timewheel::timing_wheel<std::string, std::uint64_t, Hash> tw_;
+    timewheel::keyed_timers<std::string, std::uint64_t, Hash> tw_;
     std::uint64_t values_ = 0;
     std::uint64_t fired_ = 0;
     std::uint64_t drained_ = 0;
@@ -263,7 +263,7 @@ std::uint64_t seed_from_environment() {
 
 BOOST_AUTO_TEST_CASE(random_keyed_operations_match_the_model) {
     const std::uint64_t seed = seed_from_environment();
-    std::printf("timing_wheel_differential: TIMEWHEEL_SEED=%llu\n",
+    std::printf("keyed_timers_differential: TIMEWHEEL_SEED=%llu\n",
                 static_cast<unsigned long long>(seed));
     differential<timewheel::default_key_hash<std::string>> spread(seed);
     spread.name_ = "default hash";

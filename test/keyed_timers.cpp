@@ -1,5 +1,5 @@
-#define BOOST_TEST_MODULE timing_wheel
-#include <timewheel/timing_wheel.hpp>
+#define BOOST_TEST_MODULE keyed_timers
+#include <timewheel/keyed_timers.hpp>
 
 #include <boost/test/unit_test.hpp>
 
@@ -113,12 +113,12 @@ struct firing {
     clock_type::time_point at;
 };
 
-// A timing_wheel<int, std::string> that records what fires.
+// A keyed_timers<int, std::string> that records what fires.
 struct fixture {
     net::io_context io;
     std::vector<firing> fired;
     std::function<void(const int&, std::string&)> extra; // runs after recording, if set
-    timewheel::timing_wheel<int, std::string> tw{io, [this](const int& k, std::string& v) {
+    timewheel::keyed_timers<int, std::string> tw{io, [this](const int& k, std::string& v) {
                                                      fired.push_back({k, v, clock_type::now()});
                                                      if (extra) {
                                                          extra(k, v);
@@ -247,7 +247,7 @@ BOOST_AUTO_TEST_CASE(remove_drops_without_calling_and_destroys_the_value) {
     net::io_context io;
     int calls = 0;
     auto token = std::make_shared<int>(0);
-    timewheel::timing_wheel<int, std::shared_ptr<int>> tw(
+    timewheel::keyed_timers<int, std::shared_ptr<int>> tw(
         io, [&](const int&, std::shared_ptr<int>&) { ++calls; });
     tw.set_timer(1, token, 10ms);
     tw.set_timer(2, token, 20ms);
@@ -304,7 +304,7 @@ BOOST_AUTO_TEST_CASE(drain_callback_may_set_keys_which_are_not_drained) {
 BOOST_AUTO_TEST_CASE(drain_that_throws_drops_the_rest) {
     net::io_context io;
     auto token = std::make_shared<int>(0);
-    timewheel::timing_wheel<int, std::shared_ptr<int>> tw(io,
+    timewheel::keyed_timers<int, std::shared_ptr<int>> tw(io,
                                                           [](const int&, std::shared_ptr<int>&) {});
     for (int k = 0; k < 5; ++k) {
         tw.set_timer(k, token, 1s);
@@ -326,7 +326,7 @@ BOOST_AUTO_TEST_CASE(stop_drops_everything_and_refuses_later_calls) {
     net::io_context io;
     int calls = 0;
     auto token = std::make_shared<int>(0);
-    timewheel::timing_wheel<int, std::shared_ptr<int>> tw(
+    timewheel::keyed_timers<int, std::shared_ptr<int>> tw(
         io, [&](const int&, std::shared_ptr<int>&) { ++calls; });
     tw.set_timer(1, token, 5ms);
     tw.set_timer(2, token, 0ms);
@@ -418,7 +418,7 @@ BOOST_AUTO_TEST_CASE(delay_shorter_than_a_tick_fires_on_the_next_tick) {
     options.tick = 20ms; // a rotation of level 0 is 64 ticks: 1.28 s
     net::use_service<timewheel::wheel_service>(io).configure(options);
     clock_type::time_point fired_at{};
-    timewheel::timing_wheel<int, int> tw(io,
+    timewheel::keyed_timers<int, int> tw(io,
                                          [&](const int&, int&) { fired_at = clock_type::now(); });
     const auto before = clock_type::now();
     tw.set_timer(1, 0, 1ms);
@@ -455,7 +455,7 @@ BOOST_AUTO_TEST_CASE(missed_ticks_are_caught_up_in_deadline_order) {
 BOOST_AUTO_TEST_CASE(string_keys_are_found_by_string_view_without_allocating) {
     net::io_context io;
     std::vector<std::string> fired;
-    timewheel::timing_wheel<std::string, int> tw(
+    timewheel::keyed_timers<std::string, int> tw(
         io, [&](const std::string& k, int&) { fired.push_back(k); });
     const std::string long_key(64, 'k'); // beyond the small-string buffer
     tw.set_timer(long_key, 1, 10ms);
@@ -488,7 +488,7 @@ BOOST_AUTO_TEST_CASE(bad_construction_arguments_are_named) {
             return std::string(e.what()).find(argument) != std::string::npos;
         };
     };
-    using tw_type = timewheel::timing_wheel<int, int>;
+    using tw_type = timewheel::keyed_timers<int, int>;
     BOOST_CHECK_EXCEPTION(tw_type(io, tw_type::execute_function{}), std::invalid_argument,
                           names("execute"));
     BOOST_CHECK_EXCEPTION(tw_type(
@@ -499,7 +499,7 @@ BOOST_AUTO_TEST_CASE(bad_construction_arguments_are_named) {
 BOOST_AUTO_TEST_CASE(constructed_from_an_executor_with_slack) {
     net::io_context io;
     int calls = 0;
-    timewheel::timing_wheel<int, int> tw(
+    timewheel::keyed_timers<int, int> tw(
         io.get_executor(), [&](const int&, int&) { ++calls; }, 50ms);
     BOOST_TEST((tw.slack() == 50ms));
     BOOST_TEST(&tw.service() == &net::use_service<timewheel::wheel_service>(io));
@@ -515,7 +515,7 @@ BOOST_AUTO_TEST_CASE(destroying_the_wheel_drops_entries_without_calling) {
     int calls = 0;
     auto token = std::make_shared<int>(0);
     {
-        timewheel::timing_wheel<int, std::shared_ptr<int>> tw(
+        timewheel::keyed_timers<int, std::shared_ptr<int>> tw(
             io, [&](const int&, std::shared_ptr<int>&) { ++calls; });
         for (int k = 0; k < 100; ++k) {
             tw.set_timer(k, token, 1ms);
@@ -531,7 +531,7 @@ BOOST_AUTO_TEST_CASE(io_context_shutdown_drops_entries_without_calling) {
     int calls = 0;
     auto token = std::make_shared<int>(0);
     auto io = std::make_unique<net::io_context>();
-    timewheel::timing_wheel<int, std::shared_ptr<int>> tw(
+    timewheel::keyed_timers<int, std::shared_ptr<int>> tw(
         *io, [&](const int&, std::shared_ptr<int>&) { ++calls; });
     for (int k = 0; k < 10; ++k) {
         tw.set_timer(k, token, 1h);
@@ -546,9 +546,9 @@ BOOST_AUTO_TEST_CASE(steady_churn_on_a_warm_wheel_allocates_nothing) {
     net::io_context io;
     std::size_t fired = 0;
     int rearmed = 0;
-    timewheel::timing_wheel<int, std::string>* self = nullptr;
+    timewheel::keyed_timers<int, std::string>* self = nullptr;
     const std::string value = "short"; // fits the small-string buffer: the value allocates nothing
-    timewheel::timing_wheel<int, std::string> tw(io, [&](const int& key, std::string&) {
+    timewheel::keyed_timers<int, std::string> tw(io, [&](const int& key, std::string&) {
         ++fired;
         if (key % 7 == 0 && rearmed++ % 2 == 0) {
             self->set_timer(key, value, 0ms); // re-arm itself once in a while
@@ -595,7 +595,7 @@ BOOST_AUTO_TEST_CASE(many_keys_grow_the_table_and_each_fires_once) {
     net::io_context io;
     constexpr int keys = 50'000; // the slot array grows past 2 MiB (huge-page blocks)
     std::vector<int> fired(keys, 0);
-    timewheel::timing_wheel<int, int> tw(io, [&](const int& k, int& v) {
+    timewheel::keyed_timers<int, int> tw(io, [&](const int& k, int& v) {
         BOOST_REQUIRE(v == k * 3);
         ++fired[static_cast<std::size_t>(k)];
     });
@@ -617,7 +617,7 @@ BOOST_AUTO_TEST_CASE(many_keys_grow_the_table_and_each_fires_once) {
 
 BOOST_AUTO_TEST_CASE(reserve_then_fill_allocates_nothing) {
     net::io_context io;
-    timewheel::timing_wheel<int, int> tw(io, [](const int&, int&) {});
+    timewheel::keyed_timers<int, int> tw(io, [](const int&, int&) {});
     tw.reserve(10'000);
     tw.set_timer(-1, 0, 1h); // the service's own first allocations (its driver)
     std::size_t allocated = 0;
@@ -635,7 +635,7 @@ BOOST_AUTO_TEST_CASE(reserve_then_fill_allocates_nothing) {
 // With a hash that is not transparent, a lookup by another type converts it to a Key first.
 BOOST_AUTO_TEST_CASE(lookups_convert_when_the_hash_is_not_transparent) {
     net::io_context io;
-    timewheel::timing_wheel<std::string, int, std::hash<std::string>, std::equal_to<std::string>>
+    timewheel::keyed_timers<std::string, int, std::hash<std::string>, std::equal_to<std::string>>
         tw(io, [](const std::string&, int&) {});
     tw.set_timer("alpha", 1, 1h);
     BOOST_TEST(tw.contains("alpha"));
@@ -673,7 +673,7 @@ BOOST_AUTO_TEST_CASE(value_assignment_that_throws_leaves_the_entry) {
         }
     };
     net::io_context io;
-    timewheel::timing_wheel<int, picky> tw(io, [](const int&, picky&) {});
+    timewheel::keyed_timers<int, picky> tw(io, [](const int&, picky&) {});
     BOOST_CHECK_THROW(tw.set_timer(1, -1, 1h), std::invalid_argument); // new key: not added
     BOOST_TEST(tw.size() == 0u);
     BOOST_TEST(tw.service().size() == 0u);
@@ -687,8 +687,8 @@ BOOST_AUTO_TEST_CASE(value_assignment_that_throws_leaves_the_entry) {
 BOOST_AUTO_TEST_CASE(drain_callback_may_stop_the_wheel) {
     net::io_context io;
     auto token = std::make_shared<int>(0);
-    timewheel::timing_wheel<int, std::shared_ptr<int>>* self = nullptr;
-    timewheel::timing_wheel<int, std::shared_ptr<int>> tw(io,
+    timewheel::keyed_timers<int, std::shared_ptr<int>>* self = nullptr;
+    timewheel::keyed_timers<int, std::shared_ptr<int>> tw(io,
                                                           [](const int&, std::shared_ptr<int>&) {});
     self = &tw;
     for (int k = 0; k < 20; ++k) {

@@ -1,5 +1,5 @@
 //
-// timewheel/timing_wheel.hpp
+// timewheel/keyed_timers.hpp
 //
 // Keyed timers: a map from keys to values, each with a deadline, that calls one function
 // with the key and value when the deadline passes. The go-zero TimingWheel, on an io_context.
@@ -10,7 +10,7 @@
 //
 // Design and trade-offs:
 //
-// * Each key is one slot of an open-addressing hash table owned by the timing_wheel (linear
+// * Each key is one slot of an open-addressing hash table owned by the keyed_timers (linear
 //   probing, at most 3/4 full): the slot is a wheel_service entry (40 bytes) plus the hash, a
 //   back pointer, the key and the value. With millions of keys an operation on a random key
 //   costs a cache miss or two, and every set or move reads the clock, whose fence keeps the
@@ -18,7 +18,7 @@
 //   entries themselves, and a lookup lands on the entry it then moves, one miss where a
 //   chained table (bucket, then node) or a std::unordered_map of timers pays two to four.
 //   Arrays of 2 MiB or more are advised for transparent huge pages (Linux), sparing the TLB.
-// * Slots are reused and the array never shrinks, so a warm timing_wheel with steady churn
+// * Slots are reused and the array never shrinks, so a warm keyed_timers with steady churn
 //   (set, move, remove, fire) allocates nothing; it grows, doubling, when the number of keys
 //   reaches a new peak. The prices: memory stays at its peak (4/3 to 8/3 slots a key),
 //   and entries move within the table (when it grows, and when a removal shifts the rest of
@@ -31,19 +31,19 @@
 //   #5510). After the thread was blocked, the wheel catches up on the next run and fires
 //   everything that came due, in deadline order (go-zero #3619).
 // * The execute function runs on the io_context's thread from inside the wheel's expiry loop,
-//   with the entry already removed: during the call the key is not in the timing_wheel, so
+//   with the entry already removed: during the call the key is not in the keyed_timers, so
 //   move_timer() on it returns false and reinserts nothing (go-zero #205), and set_timer() on
 //   it adds a new entry. The key and value are destroyed when the call returns.
 // * Lookups are heterogeneous when the hash and the equality are transparent, as the defaults
 //   are for std::string keys: a std::string key is found by a std::string_view or a literal
 //   without constructing a string.
-// * No locks: a timing_wheel belongs to the thread that runs its io_context, like the wheel.
+// * No locks: a keyed_timers belongs to the thread that runs its io_context, like the wheel.
 //
 
-#ifndef TIMEWHEEL_TIMING_WHEEL_HPP
-#define TIMEWHEEL_TIMING_WHEEL_HPP
+#ifndef TIMEWHEEL_KEYED_TIMERS_HPP
+#define TIMEWHEEL_KEYED_TIMERS_HPP
 
-#include <timewheel/detail/timing_wheel_table.hpp>
+#include <timewheel/detail/keyed_timers_table.hpp>
 #include <timewheel/wheel_service.hpp>
 
 #include <boost/asio/execution.hpp>
@@ -59,10 +59,10 @@
 
 namespace timewheel {
 
-/// The default hash of timing_wheel keys: std::hash, made transparent for strings.
+/// The default hash of keyed_timers keys: std::hash, made transparent for strings.
 /**
  * For std::basic_string keys it hashes through std::basic_string_view and declares
- * @c is_transparent, so that a timing_wheel with std::string keys can be searched with a
+ * @c is_transparent, so that a keyed_timers with std::string keys can be searched with a
  * std::string_view or a string literal. For other keys it is std::hash<Key>.
  */
 template <typename Key>
@@ -94,10 +94,10 @@ struct default_key_hash<std::basic_string<Char, Traits, Allocator>> {
  *
  * @par Execution
  * @c execute(key, value) is called on the thread that runs the io_context, from inside the
- * wheel's expiry loop, never from inside a member function of the timing_wheel. The key has
+ * wheel's expiry loop, never from inside a member function of the keyed_timers. The key has
  * already been removed when it is called: contains(key) is false, move_timer(key) returns
  * false, set_timer(key, ...) adds a new entry (a key may re-arm itself). It may call any
- * member function, on any key, except destroy the timing_wheel. The value may be moved from;
+ * member function, on any key, except destroy the keyed_timers. The value may be moved from;
  * key and value are destroyed when execute returns. If execute throws, the exception
  * propagates out of the io_context's run() and the entry is gone; the other due entries
  * fire on the next run().
@@ -120,18 +120,18 @@ struct default_key_hash<std::basic_string<Char, Traits, Allocator>> {
  *
  * @par Thread Safety
  * @e Distinct @e objects: Safe from the thread that runs their io_context.@n
- * @e Shared @e objects: Unsafe. A timing_wheel may be set up from another thread before that
+ * @e Shared @e objects: Unsafe. A keyed_timers may be set up from another thread before that
  * thread starts running the io_context.
  *
  * @par Lifetime
- * A timing_wheel can be neither copied nor moved: its entries point back to it. Destroy it
+ * A keyed_timers can be neither copied nor moved: its entries point back to it. Destroy it
  * before its io_context; destroying it drops its entries without calling execute. When the
  * io_context shuts down first, the entries are dropped then, also without calling execute.
  *
  * @par Example
  * @code
  * boost::asio::io_context io;
- * timewheel::timing_wheel<std::string, session> sessions(
+ * timewheel::keyed_timers<std::string, session> sessions(
  *     io, [](const std::string& id, session& s) { s.close("idle for 30 s"); });
  * sessions.set_timer("alice", session{...}, std::chrono::seconds(30));
  * // on every request from alice (O(1), lazy):
@@ -148,7 +148,7 @@ struct default_key_hash<std::basic_string<Char, Traits, Allocator>> {
  */
 template <typename Key, typename Value, typename Hash = default_key_hash<Key>,
           typename KeyEqual = std::equal_to<>>
-class timing_wheel {
+class keyed_timers {
     static constexpr bool transparent = requires {
         typename Hash::is_transparent;
         typename KeyEqual::is_transparent;
@@ -179,7 +179,7 @@ public:
     /// The function called with each key and value whose deadline has passed.
     using execute_function = std::function<void(const Key&, Value&)>;
 
-    /// Constructs an empty timing_wheel on the wheel of @c context (an io_context).
+    /// Constructs an empty keyed_timers on the wheel of @c context (an io_context).
     /**
      * @param context The io_context whose wheel_service files the deadlines.
      * @param execute Called with each key and value whose deadline passes.
@@ -193,25 +193,25 @@ public:
      */
     template <typename ExecutionContext>
     requires std::is_convertible_v<ExecutionContext&, boost::asio::execution_context&>
-    timing_wheel(ExecutionContext& context, execute_function execute, duration slack = {},
+    keyed_timers(ExecutionContext& context, execute_function execute, duration slack = {},
                  const Hash& hash = Hash(), const KeyEqual& equal = KeyEqual());
 
-    /// Constructs an empty timing_wheel on the wheel of @c ex's io_context.
+    /// Constructs an empty keyed_timers on the wheel of @c ex's io_context.
     /**
      * See the overload taking an execution context.
      */
     template <typename Executor>
     requires boost::asio::execution::is_executor<Executor>::value
-    timing_wheel(const Executor& ex, execute_function execute, duration slack = {},
+    keyed_timers(const Executor& ex, execute_function execute, duration slack = {},
                  const Hash& hash = Hash(), const KeyEqual& equal = KeyEqual())
-        : timing_wheel(boost::asio::query(ex, boost::asio::execution::context), std::move(execute),
+        : keyed_timers(boost::asio::query(ex, boost::asio::execution::context), std::move(execute),
                        slack, hash, equal) {}
 
     /// Drops every pending entry without calling execute, and frees the nodes.
-    ~timing_wheel();
+    ~keyed_timers();
 
-    timing_wheel(const timing_wheel&) = delete;
-    timing_wheel& operator=(const timing_wheel&) = delete;
+    keyed_timers(const keyed_timers&) = delete;
+    keyed_timers& operator=(const keyed_timers&) = delete;
 
     /// Sets the timer of @c key to fire after @c delay with @c value.
     /**
@@ -260,7 +260,7 @@ public:
     template <typename K = Key>
     bool remove_timer(const K& key);
 
-    /// Empties the timing_wheel, calling <tt>fn(const Key&, Value&)</tt> for every pending
+    /// Empties the keyed_timers, calling <tt>fn(const Key&, Value&)</tt> for every pending
     /// entry, in no particular order, instead of execute.
     /**
      * The entries are removed before the first call: @c fn may set new keys (they are not
@@ -311,12 +311,12 @@ public:
     wheel_service& service() const noexcept { return *service_; }
 
 private:
-    using slot_type = detail::timing_wheel_slot<Key, Value>;
+    using slot_type = detail::keyed_timers_slot<Key, Value>;
     using table_type = detail::slot_table<slot_type>;
 
     static_assert(std::is_nothrow_move_constructible_v<Key> &&
                       std::is_nothrow_move_constructible_v<Value>,
-                  "timing_wheel: Key and Value must be nothrow move-constructible (entries move "
+                  "keyed_timers: Key and Value must be nothrow move-constructible (entries move "
                   "within the table)");
 
     // The argument a lookup is made with: K itself when transparent, else a Key.
@@ -352,6 +352,6 @@ private:
 
 } // namespace timewheel
 
-#include <timewheel/impl/timing_wheel.hpp>
+#include <timewheel/impl/keyed_timers.hpp>
 
-#endif // TIMEWHEEL_TIMING_WHEEL_HPP
+#endif // TIMEWHEEL_KEYED_TIMERS_HPP

@@ -1,7 +1,7 @@
 //
-// timewheel/detail/timing_wheel_table.hpp
+// timewheel/detail/keyed_timers_table.hpp
 //
-// The storage of a timing_wheel: an open-addressing hash table whose slots are the nodes
+// The storage of a keyed_timers: an open-addressing hash table whose slots are the nodes
 // themselves (a service entry, the hash, a back pointer, the key and the value).
 //
 // Why this shape: with millions of keys each operation on a random key misses the cache,
@@ -14,8 +14,8 @@
 // advised for transparent huge pages, which spares the TLB misses.
 //
 
-#ifndef TIMEWHEEL_DETAIL_TIMING_WHEEL_TABLE_HPP
-#define TIMEWHEEL_DETAIL_TIMING_WHEEL_TABLE_HPP
+#ifndef TIMEWHEEL_DETAIL_KEYED_TIMERS_TABLE_HPP
+#define TIMEWHEEL_DETAIL_KEYED_TIMERS_TABLE_HPP
 
 #include <timewheel/detail/mix_hash.hpp>
 #include <timewheel/detail/service_entry.hpp>
@@ -84,20 +84,20 @@ inline std::size_t block_size(std::size_t bytes) noexcept {
 }
 
 template <typename Key, typename Value>
-class timing_wheel_slot : public service_entry {
+class keyed_timers_slot : public service_entry {
 public:
-    timing_wheel_slot(event_function on_event, void* owner) noexcept
+    keyed_timers_slot(event_function on_event, void* owner) noexcept
         : service_entry(on_event)
         , owner_(owner) {}
 
     // The key and value are destroyed by the owner (they are live only while full).
-    ~timing_wheel_slot() {}
+    ~keyed_timers_slot() {}
 
-    timing_wheel_slot(const timing_wheel_slot&) = delete;
-    timing_wheel_slot& operator=(const timing_wheel_slot&) = delete;
+    keyed_timers_slot(const keyed_timers_slot&) = delete;
+    keyed_timers_slot& operator=(const keyed_timers_slot&) = delete;
 
     // Moves a full slot into this empty one: its place in the wheel, key, value and hash.
-    void take(timing_wheel_slot& from) noexcept {
+    void take(keyed_timers_slot& from) noexcept {
         static_cast<service_entry&>(*this) = std::move(static_cast<service_entry&>(from));
         ::new (static_cast<void*>(std::addressof(key_))) Key(std::move(from.key_));
         ::new (static_cast<void*>(std::addressof(value_))) Value(std::move(from.value_));
@@ -304,4 +304,4 @@ private:
 } // namespace detail
 } // namespace timewheel
 
-#endif // TIMEWHEEL_DETAIL_TIMING_WHEEL_TABLE_HPP
+#endif // TIMEWHEEL_DETAIL_KEYED_TIMERS_TABLE_HPP

@@ -1,11 +1,11 @@
 //
-// timewheel/impl/timing_wheel.hpp
+// timewheel/impl/keyed_timers.hpp
 //
-// Inline definitions of timing_wheel.
+// Inline definitions of keyed_timers.
 //
 
-#ifndef TIMEWHEEL_IMPL_TIMING_WHEEL_HPP
-#define TIMEWHEEL_IMPL_TIMING_WHEEL_HPP
+#ifndef TIMEWHEEL_IMPL_KEYED_TIMERS_HPP
+#define TIMEWHEEL_IMPL_KEYED_TIMERS_HPP
 
 #include <cassert>
 #include <new>
@@ -18,7 +18,7 @@ namespace timewheel {
 template <typename Key, typename Value, typename Hash, typename KeyEqual>
 template <typename ExecutionContext>
 requires std::is_convertible_v<ExecutionContext&, boost::asio::execution_context&>
-timing_wheel<Key, Value, Hash, KeyEqual>::timing_wheel(ExecutionContext& context,
+keyed_timers<Key, Value, Hash, KeyEqual>::keyed_timers(ExecutionContext& context,
                                                        execute_function execute, duration slack,
                                                        const Hash& hash, const KeyEqual& equal)
     : service_(&boost::asio::use_service<wheel_service>(
@@ -27,32 +27,32 @@ timing_wheel<Key, Value, Hash, KeyEqual>::timing_wheel(ExecutionContext& context
     , slack_(slack)
     , hash_(hash)
     , equal_(equal)
-    , table_(&timing_wheel::on_event, this) {
+    , table_(&keyed_timers::on_event, this) {
     if (!execute_) {
-        throw std::invalid_argument("timewheel::timing_wheel: execute must not be empty");
+        throw std::invalid_argument("timewheel::keyed_timers: execute must not be empty");
     }
     if (slack < duration::zero()) {
-        throw std::invalid_argument("timewheel::timing_wheel: slack must not be negative, got " +
+        throw std::invalid_argument("timewheel::keyed_timers: slack must not be negative, got " +
                                     std::to_string(slack.count()) + " clock ticks");
     }
 }
 
 template <typename Key, typename Value, typename Hash, typename KeyEqual>
-timing_wheel<Key, Value, Hash, KeyEqual>::~timing_wheel() {
+keyed_timers<Key, Value, Hash, KeyEqual>::~keyed_timers() {
     drop_all();
 }
 
 template <typename Key, typename Value, typename Hash, typename KeyEqual>
-void timing_wheel<Key, Value, Hash, KeyEqual>::check_running(const char* function) const {
+void keyed_timers<Key, Value, Hash, KeyEqual>::check_running(const char* function) const {
     if (stopped_) {
-        throw std::logic_error(std::string("timewheel::timing_wheel::") + function +
-                               ": the timing_wheel is stopped");
+        throw std::logic_error(std::string("timewheel::keyed_timers::") + function +
+                               ": the keyed_timers is stopped");
     }
 }
 
 template <typename Key, typename Value, typename Hash, typename KeyEqual>
 template <typename K>
-auto timing_wheel<Key, Value, Hash, KeyEqual>::find(const K& key) const -> slot_type* {
+auto keyed_timers<Key, Value, Hash, KeyEqual>::find(const K& key) const -> slot_type* {
     if constexpr (direct_lookup<K>) {
         return table_.find(key, hash_of(key), equal_);
     } else {
@@ -63,7 +63,7 @@ auto timing_wheel<Key, Value, Hash, KeyEqual>::find(const K& key) const -> slot_
 
 template <typename Key, typename Value, typename Hash, typename KeyEqual>
 template <typename K, typename V>
-void timing_wheel<Key, Value, Hash, KeyEqual>::set_timer(K&& key, V&& value, duration delay) {
+void keyed_timers<Key, Value, Hash, KeyEqual>::set_timer(K&& key, V&& value, duration delay) {
     check_running("set_timer");
     // The clock is read after the lookup (in set_impl) in set_timer_at's place: see below.
     if constexpr (!direct_lookup<K>) {
@@ -75,7 +75,7 @@ void timing_wheel<Key, Value, Hash, KeyEqual>::set_timer(K&& key, V&& value, dur
             slot->value_ = std::forward<V>(value);
             [[maybe_unused]] const bool armed =
                 service_->reschedule(*slot, detail::add_saturated(clock_type::now(), delay));
-            assert(armed && "a pending timing_wheel entry is always armed");
+            assert(armed && "a pending keyed_timers entry is always armed");
             return;
         }
         set_impl(std::forward<K>(key), std::forward<V>(value),
@@ -85,14 +85,14 @@ void timing_wheel<Key, Value, Hash, KeyEqual>::set_timer(K&& key, V&& value, dur
 
 template <typename Key, typename Value, typename Hash, typename KeyEqual>
 template <typename K, typename V>
-void timing_wheel<Key, Value, Hash, KeyEqual>::set_timer_at(K&& key, V&& value, time_point expiry) {
+void keyed_timers<Key, Value, Hash, KeyEqual>::set_timer_at(K&& key, V&& value, time_point expiry) {
     check_running("set_timer_at");
     set_impl(std::forward<K>(key), std::forward<V>(value), expiry);
 }
 
 template <typename Key, typename Value, typename Hash, typename KeyEqual>
 template <typename K, typename V>
-void timing_wheel<Key, Value, Hash, KeyEqual>::set_impl(K&& key, V&& value, time_point expiry) {
+void keyed_timers<Key, Value, Hash, KeyEqual>::set_impl(K&& key, V&& value, time_point expiry) {
     if constexpr (!direct_lookup<K>) {
         set_impl(Key(std::forward<K>(key)), std::forward<V>(value), expiry);
     } else {
@@ -100,7 +100,7 @@ void timing_wheel<Key, Value, Hash, KeyEqual>::set_impl(K&& key, V&& value, time
         if (slot_type* slot = table_.find(key, hash, equal_)) {
             slot->value_ = std::forward<V>(value);
             [[maybe_unused]] const bool armed = service_->reschedule(*slot, expiry);
-            assert(armed && "a pending timing_wheel entry is always armed");
+            assert(armed && "a pending keyed_timers entry is always armed");
             return;
         }
         table_.reserve(table_.occupied() + 1); // may move every slot: before taking one
@@ -130,7 +130,7 @@ void timing_wheel<Key, Value, Hash, KeyEqual>::set_impl(K&& key, V&& value, time
 
 template <typename Key, typename Value, typename Hash, typename KeyEqual>
 template <typename K>
-bool timing_wheel<Key, Value, Hash, KeyEqual>::move_timer(const K& key, duration delay) {
+bool keyed_timers<Key, Value, Hash, KeyEqual>::move_timer(const K& key, duration delay) {
     check_running("move_timer");
     slot_type* slot = find(key);
     if (slot == nullptr) {
@@ -143,7 +143,7 @@ bool timing_wheel<Key, Value, Hash, KeyEqual>::move_timer(const K& key, duration
 
 template <typename Key, typename Value, typename Hash, typename KeyEqual>
 template <typename K>
-bool timing_wheel<Key, Value, Hash, KeyEqual>::move_timer_at(const K& key, time_point expiry) {
+bool keyed_timers<Key, Value, Hash, KeyEqual>::move_timer_at(const K& key, time_point expiry) {
     check_running("move_timer_at");
     slot_type* slot = find(key);
     return slot != nullptr && service_->reschedule(*slot, expiry);
@@ -151,7 +151,7 @@ bool timing_wheel<Key, Value, Hash, KeyEqual>::move_timer_at(const K& key, time_
 
 template <typename Key, typename Value, typename Hash, typename KeyEqual>
 template <typename K>
-bool timing_wheel<Key, Value, Hash, KeyEqual>::remove_timer(const K& key) {
+bool keyed_timers<Key, Value, Hash, KeyEqual>::remove_timer(const K& key) {
     check_running("remove_timer");
     slot_type* slot = find(key);
     if (slot == nullptr) {
@@ -164,10 +164,10 @@ bool timing_wheel<Key, Value, Hash, KeyEqual>::remove_timer(const K& key) {
 
 template <typename Key, typename Value, typename Hash, typename KeyEqual>
 template <typename Function>
-std::size_t timing_wheel<Key, Value, Hash, KeyEqual>::drain(Function&& fn) {
+std::size_t keyed_timers<Key, Value, Hash, KeyEqual>::drain(Function&& fn) {
     check_running("drain");
     if (draining_) {
-        throw std::logic_error("timewheel::timing_wheel::drain: called from inside drain");
+        throw std::logic_error("timewheel::keyed_timers::drain: called from inside drain");
     }
     struct draining_guard {
         bool& flag;
@@ -214,7 +214,7 @@ std::size_t timing_wheel<Key, Value, Hash, KeyEqual>::drain(Function&& fn) {
 }
 
 template <typename Key, typename Value, typename Hash, typename KeyEqual>
-void timing_wheel<Key, Value, Hash, KeyEqual>::stop() noexcept {
+void keyed_timers<Key, Value, Hash, KeyEqual>::stop() noexcept {
     if (stopped_) {
         return;
     }
@@ -224,13 +224,13 @@ void timing_wheel<Key, Value, Hash, KeyEqual>::stop() noexcept {
 
 template <typename Key, typename Value, typename Hash, typename KeyEqual>
 template <typename K>
-bool timing_wheel<Key, Value, Hash, KeyEqual>::contains(const K& key) const {
+bool keyed_timers<Key, Value, Hash, KeyEqual>::contains(const K& key) const {
     return find(key) != nullptr;
 }
 
 template <typename Key, typename Value, typename Hash, typename KeyEqual>
 template <typename K>
-auto timing_wheel<Key, Value, Hash, KeyEqual>::expiry(const K& key) const
+auto keyed_timers<Key, Value, Hash, KeyEqual>::expiry(const K& key) const
     -> std::optional<time_point> {
     if (const slot_type* slot = find(key)) {
         return service_->to_time(slot->deadline());
@@ -239,20 +239,20 @@ auto timing_wheel<Key, Value, Hash, KeyEqual>::expiry(const K& key) const
 }
 
 template <typename Key, typename Value, typename Hash, typename KeyEqual>
-void timing_wheel<Key, Value, Hash, KeyEqual>::reserve(std::size_t count) {
+void keyed_timers<Key, Value, Hash, KeyEqual>::reserve(std::size_t count) {
     table_.reserve(count);
 }
 
 // Destroys the key and value of a full slot and empties it.
 template <typename Key, typename Value, typename Hash, typename KeyEqual>
-void timing_wheel<Key, Value, Hash, KeyEqual>::erase(slot_type* slot) noexcept {
+void keyed_timers<Key, Value, Hash, KeyEqual>::erase(slot_type* slot) noexcept {
     slot->key_.~Key();
     slot->value_.~Value();
     table_.vacate(slot);
 }
 
 template <typename Key, typename Value, typename Hash, typename KeyEqual>
-void timing_wheel<Key, Value, Hash, KeyEqual>::drop_all() noexcept {
+void keyed_timers<Key, Value, Hash, KeyEqual>::drop_all() noexcept {
     table_.clear([this](slot_type& slot) {
         if (!shut_down_) {
             service_->cancel(slot); // false, harmlessly, for slots marked by a drain
@@ -263,11 +263,11 @@ void timing_wheel<Key, Value, Hash, KeyEqual>::drop_all() noexcept {
 }
 
 template <typename Key, typename Value, typename Hash, typename KeyEqual>
-void timing_wheel<Key, Value, Hash, KeyEqual>::on_event(wheel_service&,
+void keyed_timers<Key, Value, Hash, KeyEqual>::on_event(wheel_service&,
                                                         detail::service_entry& entry,
                                                         detail::entry_event event) {
     auto& slot = static_cast<slot_type&>(entry);
-    auto* self = static_cast<timing_wheel*>(slot.owner_);
+    auto* self = static_cast<keyed_timers*>(slot.owner_);
     if (event == detail::entry_event::shutdown) {
         self->shut_down_ = true; // the service is going: never call it again
         self->erase(&slot);
@@ -282,4 +282,4 @@ void timing_wheel<Key, Value, Hash, KeyEqual>::on_event(wheel_service&,
 
 } // namespace timewheel
 
-#endif // TIMEWHEEL_IMPL_TIMING_WHEEL_HPP
+#endif // TIMEWHEEL_IMPL_KEYED_TIMERS_HPP
