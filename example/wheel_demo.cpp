@@ -51,6 +51,7 @@ int main() {
     }
     std::printf("%d of %zu connections reaped; wheel empty: %s\n", reaped, connections.size(),
                 wheel.empty() ? "yes" : "no");
+    const bool connections_ok = reaped == static_cast<int>(connections.size()) && wheel.empty();
 
     // Slack: a reminder due in 3.3 s that may be up to 4 s late is rounded up to a multiple of
     // 4096 ticks and fires in place.
@@ -62,5 +63,8 @@ int main() {
                 static_cast<unsigned long long>(reminder.deadline()),
                 static_cast<unsigned long long>(*wheel.next_expiry()));
     wheel.advance(wheel.now() + 10'000, on_expiry);
-    return reaped == 10 ? 0 : 1;
+    // The reminder is reaped by the same handler: one more than the connections.
+    const bool reminder_ok =
+        reaped == static_cast<int>(connections.size()) + 1 && !reminder.armed();
+    return connections_ok && reminder_ok ? 0 : 1;
 }

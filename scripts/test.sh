@@ -23,7 +23,7 @@ bash scripts/docs.sh
 
 echo "== build and test (ASan + UBSan) =="
 cmake -S . -B build-asan -DCMAKE_BUILD_TYPE=Debug -DTIMEWHEEL_SANITIZE=address,undefined \
-  -DCMAKE_CXX_FLAGS="-O1" -DTIMEWHEEL_BUILD_EXAMPLES=OFF >/dev/null
+  -DCMAKE_CXX_FLAGS="-O1" >/dev/null
 cmake --build build-asan -j"$jobs"
 ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=print_stacktrace=1 \
   ctest --test-dir build-asan -j"$jobs" --timeout 1800
