@@ -1,7 +1,8 @@
 //
 // timewheel/detail/deadline.hpp
 //
-// Relative expiries computed without overflow, as Asio's chrono_time_traits::add does.
+// Relative expiries computed without overflow, as Asio's chrono_time_traits::add does. The one
+// home of saturating time arithmetic: every timer and feature adds delays through it.
 //
 
 #ifndef TIMEWHEEL_DETAIL_DEADLINE_HPP

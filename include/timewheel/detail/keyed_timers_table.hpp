@@ -34,18 +34,6 @@
 namespace timewheel {
 namespace detail {
 
-// t + d, clamped to the clock's range (a delay of duration::max() means "never").
-template <typename TimePoint, typename Duration>
-TimePoint add_saturated(TimePoint t, Duration d) noexcept {
-    if (d > Duration::zero() && t > TimePoint::max() - d) {
-        return TimePoint::max();
-    }
-    if (d < Duration::zero() && t < TimePoint::min() - d) {
-        return TimePoint::min();
-    }
-    return t + d;
-}
-
 // Raw memory for slot arrays: large blocks are aligned for huge pages.
 inline constexpr std::size_t huge_page_size = std::size_t{2} << 20;
 

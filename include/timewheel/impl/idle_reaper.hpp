@@ -7,6 +7,8 @@
 #ifndef TIMEWHEEL_IMPL_IDLE_REAPER_HPP
 #define TIMEWHEEL_IMPL_IDLE_REAPER_HPP
 
+#include <timewheel/detail/deadline.hpp>
+
 #include <stdexcept>
 #include <string>
 
@@ -101,7 +103,7 @@ void idle_reaper<Action>::start() {
 template <typename Action>
 typename idle_reaper<Action>::time_point idle_reaper<Action>::due() const noexcept {
     // Saturate rather than overflow, for timeouts close to duration::max().
-    return last_touch_ > time_point::max() - timeout_ ? time_point::max() : last_touch_ + timeout_;
+    return detail::saturating_add<clock_type>(last_touch_, timeout_);
 }
 
 template <typename Action>

@@ -7,6 +7,8 @@
 #ifndef TIMEWHEEL_IMPL_KEYED_TIMERS_HPP
 #define TIMEWHEEL_IMPL_KEYED_TIMERS_HPP
 
+#include <timewheel/detail/deadline.hpp>
+
 #include <cassert>
 #include <new>
 #include <stdexcept>
@@ -74,12 +76,11 @@ void keyed_timers<Key, Value, Hash, KeyEqual>::set_timer(K&& key, V&& value, dur
             // The lookup's cache misses complete before the clock read's fence, not after.
             slot->value_ = std::forward<V>(value);
             [[maybe_unused]] const bool armed =
-                service_->reschedule(*slot, detail::add_saturated(clock_type::now(), delay));
+                service_->reschedule(*slot, detail::after<clock_type>(delay));
             assert(armed && "a pending keyed_timers entry is always armed");
             return;
         }
-        set_impl(std::forward<K>(key), std::forward<V>(value),
-                 detail::add_saturated(clock_type::now(), delay));
+        set_impl(std::forward<K>(key), std::forward<V>(value), detail::after<clock_type>(delay));
     }
 }
 
@@ -138,7 +139,7 @@ bool keyed_timers<Key, Value, Hash, KeyEqual>::move_timer(const K& key, duration
     }
     // The clock is read after the lookup, so that its fence waits for this lookup's cache
     // misses rather than holding back the next operation's.
-    return service_->reschedule(*slot, detail::add_saturated(clock_type::now(), delay));
+    return service_->reschedule(*slot, detail::after<clock_type>(delay));
 }
 
 template <typename Key, typename Value, typename Hash, typename KeyEqual>

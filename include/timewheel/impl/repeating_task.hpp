@@ -8,7 +8,7 @@
 #ifndef TIMEWHEEL_IMPL_REPEATING_TASK_HPP
 #define TIMEWHEEL_IMPL_REPEATING_TASK_HPP
 
-#include <timewheel/detail/keyed_timers_table.hpp> // add_saturated
+#include <timewheel/detail/deadline.hpp>
 
 #include <algorithm>
 #include <chrono>
@@ -28,7 +28,8 @@ inline wheel_service::time_point next_run_time(missed_tick_policy policy,
                                                wheel_service::time_point scheduled,
                                                wheel_service::time_point started,
                                                wheel_service::duration interval) noexcept {
-    const wheel_service::time_point following = add_saturated(scheduled, interval);
+    const wheel_service::time_point following =
+        saturating_add<wheel_service::clock_type>(scheduled, interval);
     if (started < following) {
         return following; // on time: nothing was missed
     }
@@ -36,7 +37,7 @@ inline wheel_service::time_point next_run_time(missed_tick_policy policy,
     case missed_tick_policy::burst:
         return following;
     case missed_tick_policy::delay:
-        return add_saturated(started, interval);
+        return saturating_add<wheel_service::clock_type>(started, interval);
     case missed_tick_policy::skip:
         break;
     }
@@ -168,7 +169,8 @@ repeating_task repeat_at(Where&& where, repeating_task::time_point first,
     detail::validate_repeat(interval, options);
     wheel_service& service = boost::asio::use_service<wheel_service>(detail::context_of(where));
     if (options.spread) {
-        first = detail::add_saturated(first, detail::spread_offset(interval));
+        first = detail::saturating_add<repeating_task::clock_type>(first,
+                                                                   detail::spread_offset(interval));
     }
     auto state = std::make_unique<detail::repeating_state_impl<function_type>>(
         service, first, interval, options, std::forward<Function>(f));
@@ -185,18 +187,17 @@ template <typename Where, typename Function>
 repeating_task repeat_after(Where&& where, repeating_task::duration first_delay,
                             repeating_task::duration interval, Function&& f,
                             const repeat_options& options) {
-    return timewheel::repeat_at(
-        std::forward<Where>(where),
-        detail::add_saturated(repeating_task::clock_type::now(), first_delay), interval,
-        std::forward<Function>(f), options);
+    return timewheel::repeat_at(std::forward<Where>(where),
+                                detail::after<repeating_task::clock_type>(first_delay), interval,
+                                std::forward<Function>(f), options);
 }
 
 template <typename Where, typename Function>
 repeating_task repeat_every(Where&& where, repeating_task::duration interval, Function&& f,
                             const repeat_options& options) {
     return timewheel::repeat_at(std::forward<Where>(where),
-                                detail::add_saturated(repeating_task::clock_type::now(), interval),
-                                interval, std::forward<Function>(f), options);
+                                detail::after<repeating_task::clock_type>(interval), interval,
+                                std::forward<Function>(f), options);
 }
 
 } // namespace timewheel

@@ -7,6 +7,8 @@
 #ifndef TIMEWHEEL_IMPL_TIMER_REGISTRY_HPP
 #define TIMEWHEEL_IMPL_TIMER_REGISTRY_HPP
 
+#include <timewheel/detail/deadline.hpp>
+
 #include <stdexcept>
 #include <string>
 #include <utility>
@@ -53,8 +55,7 @@ timer_registry::timer_id timer_registry::add_timer(time_point when, duration int
 template <typename Function>
 timer_registry::timer_id timer_registry::add_timer(duration delay, duration interval,
                                                    Function&& callback) {
-    return add_timer(detail::add_saturated(clock_type::now(), delay), interval,
-                     std::forward<Function>(callback));
+    return add_timer(detail::after<clock_type>(delay), interval, std::forward<Function>(callback));
 }
 
 inline bool timer_registry::cancel(timer_id id) {
