@@ -24,11 +24,9 @@
 
 #include <chrono>
 #include <cstddef>
-#include <cstdlib>
 #include <deque>
 #include <functional>
 #include <memory>
-#include <new>
 #include <optional>
 #include <random>
 #include <stdexcept>
@@ -37,31 +35,8 @@
 #include <type_traits>
 #include <vector>
 
-// --- Counting allocations ------------------------------------------------------------------
-// Global operator new is replaced for this test program only, so that "touch() never
-// allocates" is a claim that can fail.
-
-namespace {
-std::size_t allocations = 0;
-} // namespace
-
-void* operator new(std::size_t size) {
-    ++allocations;
-    if (void* p = std::malloc(size == 0 ? 1 : size)) {
-        return p;
-    }
-    throw std::bad_alloc();
-}
-// GCC pairs the replaced operator new with free() once both are inlined and warns.
-#pragma GCC diagnostic push
-#pragma GCC diagnostic ignored "-Wmismatched-new-delete"
-void operator delete(void* p) noexcept {
-    std::free(p);
-}
-void operator delete(void* p, std::size_t) noexcept {
-    std::free(p);
-}
-#pragma GCC diagnostic pop
+#include "support/allocation_counter.hpp"
+#include "support/fixtures.hpp"
 
 namespace {
 
@@ -91,9 +66,7 @@ struct record {
     }
 };
 
-bool mentions(const std::invalid_argument& e, const char* word) {
-    return std::string(e.what()).find(word) != std::string::npos;
-}
+using timewheel::test_support::mentions;
 
 // --- Fake streams for close_lowest_layer ----------------------------------------------------
 
@@ -298,11 +271,11 @@ BOOST_AUTO_TEST_CASE(touch_allocates_nothing_and_runs_no_handler) {
     std::mt19937 random(7);
     std::uniform_int_distribution<std::size_t> pick(0, reapers.size() - 1);
     bool all_armed = true;
-    const std::size_t before = allocations;
+    timewheel::test_support::allocation_counter counter;
     for (int i = 0; i < 100'000; ++i) {
         all_armed = reapers[pick(random)].touch() && all_armed;
     }
-    const std::size_t allocated = allocations - before;
+    const std::size_t allocated = counter.count();
     BOOST_TEST(all_armed);
     BOOST_TEST(allocated == 0u);
     BOOST_TEST(io.poll() == 0u); // and nothing was queued for the io_context to run

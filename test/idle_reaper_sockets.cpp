@@ -47,17 +47,17 @@
 #include <chrono>
 #include <cstddef>
 #include <cstdint>
-#include <cstdlib>
 #include <deque>
 #include <functional>
 #include <future>
-#include <iostream>
 #include <memory>
 #include <random>
 #include <string>
 #include <thread>
 #include <utility>
 #include <vector>
+
+#include "support/seed.hpp"
 
 namespace {
 
@@ -80,13 +80,8 @@ constexpr clock_type::duration margin = 3s;
 constexpr clock_type::duration activity = 2 * timeout;
 
 std::uint32_t test_seed() {
-    static const std::uint32_t seed = [] {
-        const char* env = std::getenv("TIMEWHEEL_SEED");
-        const std::uint32_t s =
-            env != nullptr ? static_cast<std::uint32_t>(std::strtoul(env, nullptr, 10)) : 20240606;
-        std::cout << "idle_reaper_sockets: seed " << s << " (set TIMEWHEEL_SEED to change)\n";
-        return s;
-    }();
+    static const auto seed = static_cast<std::uint32_t>(
+        timewheel::test_support::seed_from_environment("idle_reaper_sockets", 20240606));
     return seed;
 }
 

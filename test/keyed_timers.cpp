@@ -7,13 +7,10 @@
 #include <boost/asio/post.hpp>
 
 #include <algorithm>
-#include <atomic>
 #include <chrono>
 #include <cstddef>
-#include <cstdlib>
 #include <functional>
 #include <memory>
-#include <new>
 #include <random>
 #include <stdexcept>
 #include <string>
@@ -21,91 +18,14 @@
 #include <thread>
 #include <vector>
 
-// --- Allocation counting ----------------------------------------------------------------
-// Every global allocation is counted while `counting` is set.
-
-namespace {
-std::atomic<bool> counting{false};
-std::atomic<std::size_t> allocations{0};
-
-void* counted_alloc(std::size_t size) {
-    if (counting.load(std::memory_order_relaxed)) {
-        allocations.fetch_add(1, std::memory_order_relaxed);
-    }
-    if (void* p = std::malloc(size == 0 ? 1 : size)) {
-        return p;
-    }
-    throw std::bad_alloc();
-}
-
-void* counted_alloc_aligned(std::size_t size, std::align_val_t align) {
-    if (counting.load(std::memory_order_relaxed)) {
-        allocations.fetch_add(1, std::memory_order_relaxed);
-    }
-    const auto a = static_cast<std::size_t>(align);
-    if (void* p = std::aligned_alloc(a, (size + a - 1) / a * a)) {
-        return p;
-    }
-    throw std::bad_alloc();
-}
-
-// Counts the allocations made while it is alive.
-class allocation_counter {
-public:
-    allocation_counter() {
-        allocations = 0;
-        counting = true;
-    }
-    ~allocation_counter() { counting = false; }
-    std::size_t stop() {
-        counting = false;
-        return allocations;
-    }
-};
-} // namespace
-
-void* operator new(std::size_t size) {
-    return counted_alloc(size);
-}
-void* operator new[](std::size_t size) {
-    return counted_alloc(size);
-}
-void* operator new(std::size_t size, std::align_val_t a) {
-    return counted_alloc_aligned(size, a);
-}
-void* operator new[](std::size_t size, std::align_val_t a) {
-    return counted_alloc_aligned(size, a);
-}
-void operator delete(void* p) noexcept {
-    std::free(p);
-}
-void operator delete[](void* p) noexcept {
-    std::free(p);
-}
-void operator delete(void* p, std::size_t) noexcept {
-    std::free(p);
-}
-void operator delete[](void* p, std::size_t) noexcept {
-    std::free(p);
-}
-void operator delete(void* p, std::align_val_t) noexcept {
-    std::free(p);
-}
-void operator delete[](void* p, std::align_val_t) noexcept {
-    std::free(p);
-}
-void operator delete(void* p, std::size_t, std::align_val_t) noexcept {
-    std::free(p);
-}
-void operator delete[](void* p, std::size_t, std::align_val_t) noexcept {
-    std::free(p);
-}
+#include "support/allocation_counter.hpp"
 
 namespace {
 
 namespace net = boost::asio;
 using namespace std::chrono_literals;
 using clock_type = std::chrono::steady_clock;
+using timewheel::test_support::allocation_counter;
 
 struct firing {
     int key;
@@ -469,7 +389,7 @@ BOOST_AUTO_TEST_CASE(string_keys_are_found_by_string_view_without_allocating) {
         found = tw.contains(view);
         moved = tw.move_timer(view, 20ms); // later: the service's driver is not re-armed
         tw.set_timer(view, 3, 30ms);       // existing key: replaces, converts nothing
-        allocated = counter.stop();
+        allocated = counter.count();
     }
     BOOST_TEST(found);
     BOOST_TEST(moved);
@@ -584,7 +504,7 @@ BOOST_AUTO_TEST_CASE(steady_churn_on_a_warm_wheel_allocates_nothing) {
         for (int i = 0; i < 20; ++i) {
             round();
         }
-        allocated = counter.stop();
+        allocated = counter.count();
     }
     BOOST_TEST(allocated == 0u);
     BOOST_TEST(fired >= 20u * 180u); // the churn did fire (200 set, 40 removed, 20 re-set)
@@ -626,7 +546,7 @@ BOOST_AUTO_TEST_CASE(reserve_then_fill_allocates_nothing) {
         for (int k = 0; k < 10'000; ++k) {
             tw.set_timer(k, k, 1h);
         }
-        allocated = counter.stop();
+        allocated = counter.count();
     }
     BOOST_TEST(allocated == 0u);
     BOOST_TEST(tw.size() == 10'001u);

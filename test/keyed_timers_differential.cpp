@@ -9,7 +9,6 @@
 #include <chrono>
 #include <cstdint>
 #include <cstdio>
-#include <cstdlib>
 #include <map>
 #include <random>
 #include <sstream>
@@ -17,6 +16,8 @@
 #include <string>
 #include <string_view>
 #include <vector>
+
+#include "support/seed.hpp"
 
 // Random keyed operations on a keyed_timers<std::string, uint64_t>, driven by real time in
 // short io_context runs, checked against a reference model (key -> deadline, value):
@@ -254,17 +255,11 @@ public:
     const char* name_ = "";
 };
 
-std::uint64_t seed_from_environment() {
-    const char* text = std::getenv("TIMEWHEEL_SEED");
-    return text != nullptr ? std::strtoull(text, nullptr, 10) : 1;
-}
-
 } // namespace
 
 BOOST_AUTO_TEST_CASE(random_keyed_operations_match_the_model) {
-    const std::uint64_t seed = seed_from_environment();
-    std::printf("keyed_timers_differential: TIMEWHEEL_SEED=%llu\n",
-                static_cast<unsigned long long>(seed));
+    const std::uint64_t seed =
+        timewheel::test_support::seed_from_environment("keyed_timers_differential", 1);
     differential<timewheel::default_key_hash<std::string>> spread(seed);
     spread.name_ = "default hash";
     spread.run();

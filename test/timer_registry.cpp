@@ -6,53 +6,16 @@
 #include <boost/asio/io_context.hpp>
 #include <boost/asio/post.hpp>
 
-#include <atomic>
 #include <chrono>
 #include <cstdint>
-#include <cstdlib>
 #include <functional>
 #include <memory>
-#include <new>
 #include <stdexcept>
 #include <string>
 #include <thread>
 #include <vector>
 
-// --- Allocation counting (while `counting` is set) ---------------------------------------
-
-namespace {
-std::atomic<bool> counting{false};
-std::atomic<std::size_t> allocations{0};
-
-void* counted_alloc(std::size_t size) {
-    if (counting.load(std::memory_order_relaxed)) {
-        allocations.fetch_add(1, std::memory_order_relaxed);
-    }
-    if (void* p = std::malloc(size == 0 ? 1 : size)) {
-        return p;
-    }
-    throw std::bad_alloc();
-}
-} // namespace
-
-void* operator new(std::size_t size) {
-    return counted_alloc(size);
-}
-void* operator new[](std::size_t size) {
-    return counted_alloc(size);
-}
-void operator delete(void* p) noexcept {
-    std::free(p);
-}
-void operator delete[](void* p) noexcept {
-    std::free(p);
-}
-void operator delete(void* p, std::size_t) noexcept {
-    std::free(p);
-}
-void operator delete[](void* p, std::size_t) noexcept {
-    std::free(p);
-}
+#include "support/allocation_counter.hpp"
 
 namespace {
 
@@ -309,14 +272,13 @@ BOOST_AUTO_TEST_CASE(repeating_timers_allocate_nothing_per_run) {
     int others = 0;
     std::size_t allocated = 0;
     std::size_t cancelled = 0;
+    timewheel::test_support::allocation_counter counter;
     timers.add_timer(0ms, 1ms, [&] {
         ++runs;
         if (runs == 20) { // warm
-            allocations = 0;
-            counting = true;
+            counter.reset();
         } else if (runs == 70) {
-            counting = false;
-            allocated = allocations;
+            allocated = counter.count();
             cancelled = timers.cancel_all();
         }
     });

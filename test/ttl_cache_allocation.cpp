@@ -1,11 +1,11 @@
 //
 // test/ttl_cache_allocation.cpp
 //
-// Counts the heap allocations of ttl_cache (global operator new is replaced in this
-// program): at most one per inserted entry, plus one per doubling of the index; none, once
+// Counts the heap allocations of ttl_cache (support/allocation_counter.hpp counts every global
+// allocation): at most one per inserted entry, plus one per doubling of the index; none, once
 // warm, for a refresh, a hit, a miss, an erase followed by an insertion (a recycled node),
-// an eviction, an expiry, or an async_take() hit. Counting is switched on only around the
-// operations under test, never around a Boost.Test assertion.
+// an eviction, an expiry, or an async_take() hit. Only the operations under test are
+// counted, never a Boost.Test assertion.
 //
 
 #define BOOST_TEST_MODULE ttl_cache_allocation
@@ -15,63 +15,17 @@
 
 #include <boost/asio/io_context.hpp>
 
-#include <atomic>
 #include <chrono>
 #include <cstddef>
 #include <cstdint>
-#include <cstdlib>
-#include <new>
 
-namespace {
-
-std::atomic<bool> counting{false};
-std::atomic<std::size_t> allocations{0};
-
-void* counted_allocate(std::size_t size) {
-    if (counting.load(std::memory_order_relaxed)) {
-        allocations.fetch_add(1, std::memory_order_relaxed);
-    }
-    if (void* p = std::malloc(size == 0 ? 1 : size)) {
-        return p;
-    }
-    throw std::bad_alloc();
-}
-
-// Allocations made by `f`.
-template <typename F>
-std::size_t count_allocations(F&& f) {
-    allocations = 0;
-    counting = true;
-    f();
-    counting = false;
-    return allocations.load();
-}
-
-} // namespace
-
-void* operator new(std::size_t size) {
-    return counted_allocate(size);
-}
-void* operator new[](std::size_t size) {
-    return counted_allocate(size);
-}
-void operator delete(void* p) noexcept {
-    std::free(p);
-}
-void operator delete[](void* p) noexcept {
-    std::free(p);
-}
-void operator delete(void* p, std::size_t) noexcept {
-    std::free(p);
-}
-void operator delete[](void* p, std::size_t) noexcept {
-    std::free(p);
-}
+#include "support/allocation_counter.hpp"
 
 namespace net = boost::asio;
 namespace tw = timewheel;
 using namespace std::chrono_literals;
 using cache_type = tw::ttl_cache<std::uint64_t, std::uint64_t>;
+using timewheel::test_support::count_allocations;
 
 namespace {
 

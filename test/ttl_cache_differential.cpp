@@ -29,8 +29,6 @@
 
 #include <chrono>
 #include <cstdint>
-#include <cstdlib>
-#include <iostream>
 #include <iterator>
 #include <list>
 #include <map>
@@ -39,6 +37,8 @@
 #include <string>
 #include <utility>
 #include <vector>
+
+#include "support/seed.hpp"
 
 namespace net = boost::asio;
 namespace tw = timewheel;
@@ -50,19 +50,11 @@ namespace {
 
 using cache_type = tw::ttl_cache<std::uint64_t, std::uint64_t>;
 
-std::optional<std::uint64_t> env_number(const char* name) {
-    if (const char* text = std::getenv(name); text != nullptr && *text != '\0') {
-        return std::stoull(text);
-    }
-    return std::nullopt;
-}
+using timewheel::test_support::env_number;
 
 std::uint64_t seed_of_run() {
-    static const std::uint64_t seed = [] {
-        const std::uint64_t s = env_number("TIMEWHEEL_SEED").value_or(std::random_device{}());
-        std::cout << "ttl_cache_differential: TIMEWHEEL_SEED=" << s << std::endl;
-        return s;
-    }();
+    static const std::uint64_t seed = timewheel::test_support::seed_from_environment(
+        "ttl_cache_differential", std::random_device{}());
     return seed;
 }
 

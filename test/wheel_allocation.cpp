@@ -1,8 +1,8 @@
 //
 // test/wheel_allocation.cpp
 //
-// The wheel never allocates: global operator new and delete are replaced by counting
-// versions, and each phase of a large workload (arm, move later, move earlier, cancel,
+// The wheel never allocates: every global allocation is counted (support/allocation_counter.hpp),
+// and each phase of a large workload (arm, move later, move earlier, cancel,
 // re-arm, next_expiry, advance with cascading and re-arming handlers) must count zero.
 //
 
@@ -19,120 +19,17 @@
 #include <new>
 #include <vector>
 
-namespace {
-
-std::atomic<std::size_t> allocations{0};
-
-void* counted_allocate(std::size_t size) noexcept {
-    allocations.fetch_add(1, std::memory_order_relaxed);
-    return std::malloc(size == 0 ? 1 : size);
-}
-
-void* counted_allocate(std::size_t size, std::align_val_t alignment) noexcept {
-    allocations.fetch_add(1, std::memory_order_relaxed);
-    const std::size_t align = static_cast<std::size_t>(alignment);
-    const std::size_t rounded = (size + align - 1) / align * align; // aligned_alloc wants this
-    return std::aligned_alloc(align, rounded == 0 ? align : rounded);
-}
-
-void* checked(void* p) {
-    if (p == nullptr) {
-        throw std::bad_alloc();
-    }
-    return p;
-}
-
-} // namespace
-
-// Replacements of every replaceable global allocation function. Once they are inlined, GCC
-// sees free() applied to what operator new returned: with these replacements, that pairing is
-// the right one.
-#if defined(__GNUC__) && !defined(__clang__)
-#pragma GCC diagnostic push
-#pragma GCC diagnostic ignored "-Wmismatched-new-delete"
-#endif
-void* operator new(std::size_t size) {
-    return checked(counted_allocate(size));
-}
-void* operator new[](std::size_t size) {
-    return checked(counted_allocate(size));
-}
-void* operator new(std::size_t size, const std::nothrow_t&) noexcept {
-    return counted_allocate(size);
-}
-void* operator new[](std::size_t size, const std::nothrow_t&) noexcept {
-    return counted_allocate(size);
-}
-void* operator new(std::size_t size, std::align_val_t alignment) {
-    return checked(counted_allocate(size, alignment));
-}
-void* operator new[](std::size_t size, std::align_val_t alignment) {
-    return checked(counted_allocate(size, alignment));
-}
-void* operator new(std::size_t size, std::align_val_t alignment, const std::nothrow_t&) noexcept {
-    return counted_allocate(size, alignment);
-}
-void* operator new[](std::size_t size, std::align_val_t alignment, const std::nothrow_t&) noexcept {
-    return counted_allocate(size, alignment);
-}
-
-void operator delete(void* p) noexcept {
-    std::free(p);
-}
-void operator delete[](void* p) noexcept {
-    std::free(p);
-}
-void operator delete(void* p, std::size_t) noexcept {
-    std::free(p);
-}
-void operator delete[](void* p, std::size_t) noexcept {
-    std::free(p);
-}
-void operator delete(void* p, const std::nothrow_t&) noexcept {
-    std::free(p);
-}
-void operator delete[](void* p, const std::nothrow_t&) noexcept {
-    std::free(p);
-}
-void operator delete(void* p, std::align_val_t) noexcept {
-    std::free(p);
-}
-void operator delete[](void* p, std::align_val_t) noexcept {
-    std::free(p);
-}
-void operator delete(void* p, std::size_t, std::align_val_t) noexcept {
-    std::free(p);
-}
-void operator delete[](void* p, std::size_t, std::align_val_t) noexcept {
-    std::free(p);
-}
-void operator delete(void* p, std::align_val_t, const std::nothrow_t&) noexcept {
-    std::free(p);
-}
-void operator delete[](void* p, std::align_val_t, const std::nothrow_t&) noexcept {
-    std::free(p);
-}
-
-#if defined(__GNUC__) && !defined(__clang__)
-#pragma GCC diagnostic pop
-#endif
+#include "support/allocation_counter.hpp"
 
 namespace tw = timewheel;
 using tw::tick_type;
+using tw::test_support::count_allocations;
 
 namespace {
 
 struct counted_entry : tw::wheel_entry {
     std::uint32_t id = 0;
 };
-
-// Allocations made while running `phase`.
-template <typename Phase>
-std::size_t allocations_during(Phase&& phase) {
-    const std::size_t before = allocations.load();
-    phase();
-    return allocations.load() - before;
-}
 
 std::uint64_t mix(std::uint64_t x) {
     x ^= x >> 33;
@@ -142,24 +39,6 @@ std::uint64_t mix(std::uint64_t x) {
 }
 
 } // namespace
-
-BOOST_AUTO_TEST_CASE(the_counter_counts) {
-    // Explicit calls, which the compiler may not elide as it may new-expressions.
-    bool aligned = false;
-    const std::size_t counted = allocations_during([&aligned] {
-        void* p = ::operator new(24);
-        void* q = ::operator new[](48);
-        void* r = ::operator new (256, std::align_val_t{64});
-        void* s = ::operator new(8, std::nothrow);
-        aligned = reinterpret_cast<std::uintptr_t>(r) % 64 == 0;
-        ::operator delete(p);
-        ::operator delete[](q);
-        ::operator delete (r, std::align_val_t{64});
-        ::operator delete(s);
-    });
-    BOOST_TEST(counted == 4u);
-    BOOST_TEST(aligned);
-}
 
 BOOST_AUTO_TEST_CASE(steady_state_allocates_nothing) {
     constexpr std::size_t n = 100'000;
@@ -173,7 +52,7 @@ BOOST_AUTO_TEST_CASE(steady_state_allocates_nothing) {
     std::size_t failures = 0; // operations that returned an unexpected value
 
     // Arm: every level, beyond the range, due now; some with slack.
-    const std::size_t arm = allocations_during([&] {
+    const std::size_t arm = count_allocations([&] {
         for (std::size_t i = 0; i < n; ++i) {
             const std::uint64_t h = mix(i + 1);
             const unsigned kind = static_cast<unsigned>(i % 8);
@@ -190,7 +69,7 @@ BOOST_AUTO_TEST_CASE(steady_state_allocates_nothing) {
     });
     BOOST_TEST(arm == 0u);
 
-    const std::size_t move_later = allocations_during([&] {
+    const std::size_t move_later = count_allocations([&] {
         for (std::size_t i = 0; i < n; ++i) {
             if (!w->move(entries[i], entries[i].deadline() + 1 + mix(i + 7) % 100'000)) {
                 ++failures;
@@ -199,7 +78,7 @@ BOOST_AUTO_TEST_CASE(steady_state_allocates_nothing) {
     });
     BOOST_TEST(move_later == 0u);
 
-    const std::size_t move_earlier = allocations_during([&] {
+    const std::size_t move_earlier = count_allocations([&] {
         for (std::size_t i = 0; i < n; i += 2) {
             const tick_type now = w->now();
             const tick_type current = entries[i].deadline();
@@ -212,7 +91,7 @@ BOOST_AUTO_TEST_CASE(steady_state_allocates_nothing) {
     });
     BOOST_TEST(move_earlier == 0u);
 
-    const std::size_t cancel = allocations_during([&] {
+    const std::size_t cancel = count_allocations([&] {
         for (std::size_t i = 0; i < n; i += 4) {
             if (!w->cancel(entries[i]) || w->cancel(entries[i])) {
                 ++failures;
@@ -221,7 +100,7 @@ BOOST_AUTO_TEST_CASE(steady_state_allocates_nothing) {
     });
     BOOST_TEST(cancel == 0u);
 
-    const std::size_t rearm = allocations_during([&] {
+    const std::size_t rearm = count_allocations([&] {
         for (std::size_t i = 0; i < n; ++i) {
             if (i % 4 == 0 || i % 8 == 1) { // the cancelled ones, and some armed ones
                 w->arm(entries[i], w->now() + mix(i + 11) % 50'000);
@@ -231,7 +110,7 @@ BOOST_AUTO_TEST_CASE(steady_state_allocates_nothing) {
     BOOST_TEST(rearm == 0u);
 
     std::size_t expiries = 0;
-    const std::size_t next_expiry = allocations_during([&] {
+    const std::size_t next_expiry = count_allocations([&] {
         for (int i = 0; i < 1000; ++i) {
             if (w->next_expiry()) {
                 ++expiries;
@@ -256,7 +135,7 @@ BOOST_AUTO_TEST_CASE(steady_state_allocates_nothing) {
             w->arm(entry, w->now() + 100 + entry.id % 1000);
         }
     };
-    const std::size_t advance = allocations_during([&] {
+    const std::size_t advance = count_allocations([&] {
         fired += w->advance(w->now() + 1000, handler);
         for (int i = 0; i < 20; ++i) {
             fired += w->advance(w->now() + 100'000, 1000, handler);

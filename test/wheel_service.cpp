@@ -27,6 +27,8 @@
 #include <thread>
 #include <vector>
 
+#include "support/watchdog.hpp"
+
 namespace net = boost::asio;
 using namespace std::chrono_literals;
 using boost::system::error_code;
@@ -38,42 +40,7 @@ using clock_type = std::chrono::steady_clock;
 
 namespace {
 
-class watchdog {
-public:
-    explicit watchdog(net::io_context& io, std::chrono::seconds limit = 30s)
-        : thread_([this, &io, limit] {
-            std::unique_lock<std::mutex> lock(mutex_);
-            if (!done_cv_.wait_for(lock, limit, [this] { return done_; })) {
-                fired_ = true;
-                io.stop();
-            }
-        }) {}
-
-    ~watchdog() {
-        {
-            std::lock_guard<std::mutex> lock(mutex_);
-            done_ = true;
-        }
-        done_cv_.notify_one();
-        thread_.join();
-    }
-
-    bool fired() const noexcept { return fired_; }
-
-private:
-    std::mutex mutex_;
-    std::condition_variable done_cv_;
-    bool done_ = false;
-    std::atomic<bool> fired_{false};
-    std::thread thread_;
-};
-
-void run(net::io_context& io, std::chrono::seconds limit = 30s) {
-    io.restart();
-    watchdog dog(io, limit);
-    io.run();
-    BOOST_TEST(!dog.fired(), "io_context::run() did not return in time");
-}
+using timewheel::test_support::run;
 
 // Runs the io_context for a period even if it has no work.
 void run_idle_for(net::io_context& io, std::chrono::milliseconds period) {

@@ -22,6 +22,8 @@
 #include <cstdlib>
 #include <new>
 
+#include "support/allocation_counter.hpp"
+
 namespace net = boost::asio;
 using namespace std::chrono_literals;
 using boost::system::error_code;
@@ -29,104 +31,7 @@ using timewheel::callback_timer;
 using timewheel::wheel_service;
 using timewheel::wheel_timer;
 
-// --- A counting global operator new ------------------------------------------------------
-
 namespace {
-
-std::atomic<bool> counting{false};
-std::atomic<long> allocations{0};
-
-// Out of line, so that the compiler does not see malloc/free meet new/delete expressions
-// (-Wmismatched-new-delete).
-[[gnu::noinline]] void release(void* p) noexcept {
-    std::free(p);
-}
-
-[[gnu::noinline]] void* counted_allocate(std::size_t size, std::size_t alignment = 0) {
-    if (counting.load(std::memory_order_relaxed)) {
-        allocations.fetch_add(1, std::memory_order_relaxed);
-    }
-    if (size == 0) {
-        size = 1;
-    }
-    void* p = nullptr;
-    if (alignment > alignof(std::max_align_t)) {
-        size = (size + alignment - 1) / alignment * alignment;
-        p = std::aligned_alloc(alignment, size);
-    } else {
-        p = std::malloc(size);
-    }
-    return p;
-}
-
-} // namespace
-
-void* operator new(std::size_t size) {
-    if (void* p = counted_allocate(size)) {
-        return p;
-    }
-    throw std::bad_alloc();
-}
-void* operator new[](std::size_t size) {
-    if (void* p = counted_allocate(size)) {
-        return p;
-    }
-    throw std::bad_alloc();
-}
-void* operator new(std::size_t size, std::align_val_t alignment) {
-    if (void* p = counted_allocate(size, static_cast<std::size_t>(alignment))) {
-        return p;
-    }
-    throw std::bad_alloc();
-}
-void* operator new[](std::size_t size, std::align_val_t alignment) {
-    if (void* p = counted_allocate(size, static_cast<std::size_t>(alignment))) {
-        return p;
-    }
-    throw std::bad_alloc();
-}
-void* operator new(std::size_t size, const std::nothrow_t&) noexcept {
-    return counted_allocate(size);
-}
-void* operator new[](std::size_t size, const std::nothrow_t&) noexcept {
-    return counted_allocate(size);
-}
-void operator delete(void* p) noexcept {
-    release(p);
-}
-void operator delete[](void* p) noexcept {
-    release(p);
-}
-void operator delete(void* p, std::size_t) noexcept {
-    release(p);
-}
-void operator delete[](void* p, std::size_t) noexcept {
-    release(p);
-}
-void operator delete(void* p, std::align_val_t) noexcept {
-    release(p);
-}
-void operator delete[](void* p, std::align_val_t) noexcept {
-    release(p);
-}
-void operator delete(void* p, std::size_t, std::align_val_t) noexcept {
-    release(p);
-}
-void operator delete[](void* p, std::size_t, std::align_val_t) noexcept {
-    release(p);
-}
-
-namespace {
-
-void start_counting() {
-    allocations = 0;
-    counting = true;
-}
-
-long stop_counting() {
-    counting = false;
-    return allocations.load();
-}
 
 constexpr int warmup = 100;
 constexpr int cycles = 3000;
@@ -138,15 +43,16 @@ struct cycle_state {
     int done = 0;
     long counted = -1;
     int errors = 0;
+    timewheel::test_support::allocation_counter counter;
 
     // Call once per cycle; returns false when the measured cycles are over.
     bool next() {
         ++done;
         if (done == warmup) {
-            start_counting();
+            counter.reset();
         }
         if (done == warmup + measured) {
-            counted = stop_counting();
+            counted = static_cast<long>(counter.count());
             return false;
         }
         return true;

@@ -1,0 +1,63 @@
+//
+// test/support/allocation_counter.hpp
+//
+// Counting the heap allocations of a test program, so that "allocates nothing" is a claim that
+// can fail.
+//
+// Including this header makes test/CMakeLists.txt link counting_new.cpp into the test: it
+// replaces every replaceable global operator new and delete (plain, array, nothrow, aligned,
+// sized) with versions over malloc that count each allocation, on every thread, in one atomic.
+// Counting is always on; an allocation_counter reads the difference, so counters nest and
+// cost nothing to start. Under AddressSanitizer the replacements call ASan's malloc, so leaks
+// and overflows are still caught (only new/delete mismatches are not).
+//
+//     timewheel::test_support::allocation_counter counter;
+//     wheel.move(entry, later);
+//     BOOST_TEST(counter.count() == 0u);
+//
+// Allocations made by other threads (a watchdog's, Boost.Test's) count as well: read the
+// counter before anything else can run.
+//
+
+#ifndef TIMEWHEEL_TEST_SUPPORT_ALLOCATION_COUNTER_HPP
+#define TIMEWHEEL_TEST_SUPPORT_ALLOCATION_COUNTER_HPP
+
+#include <cstddef>
+#include <utility>
+
+namespace timewheel::test_support {
+
+// Global allocations made by the program so far (every operator new that returned memory or
+// failed). Defined in counting_new.cpp.
+std::size_t allocations_so_far() noexcept;
+
+// Counts the global allocations made between its construction (or reset()) and count().
+class allocation_counter {
+public:
+    allocation_counter() noexcept
+        : start_(allocations_so_far()) {}
+
+    allocation_counter(const allocation_counter&) = delete;
+    allocation_counter& operator=(const allocation_counter&) = delete;
+
+    // Allocations since construction or the last reset().
+    std::size_t count() const noexcept { return allocations_so_far() - start_; }
+
+    // Starts counting from zero again.
+    void reset() noexcept { start_ = allocations_so_far(); }
+
+private:
+    std::size_t start_;
+};
+
+// The number of global allocations made while f() runs.
+template <typename Function>
+std::size_t count_allocations(Function&& f) {
+    allocation_counter counter;
+    std::forward<Function>(f)();
+    return counter.count();
+}
+
+} // namespace timewheel::test_support
+
+#endif // TIMEWHEEL_TEST_SUPPORT_ALLOCATION_COUNTER_HPP
