@@ -4,7 +4,7 @@ import re
 from conan import ConanFile
 from conan.tools.build import check_min_cppstd
 from conan.tools.cmake import CMake, CMakeDeps, CMakeToolchain, cmake_layout
-from conan.tools.files import load, rmdir
+from conan.tools.files import copy, load, rmdir
 
 
 class timewheelRecipe(ConanFile):
@@ -12,7 +12,7 @@ class timewheelRecipe(ConanFile):
     package_type = "library"
 
     # Optional metadata
-    license = "BSL-1.0"  # FIXME: the repository has no LICENSE file yet; confirm
+    license = "BSL-1.0"  # the Boost Software License 1.0, in LICENSE
     description = "A hierarchical timing wheel for Boost.Asio"
     topics = ("timer", "timing-wheel", "asio", "boost")
 
@@ -22,7 +22,7 @@ class timewheelRecipe(ConanFile):
     default_options = {"shared": False, "fPIC": True}
 
     # Sources are located in the same place as this recipe, copy them to the recipe
-    exports_sources = "CMakeLists.txt", "src/*", "include/*", "cmake/*"
+    exports_sources = "CMakeLists.txt", "LICENSE", "src/*", "include/*", "cmake/*"
 
     def set_version(self):
         # One source of truth: project(timewheel VERSION x.y.z ...) in CMakeLists.txt.
@@ -53,6 +53,8 @@ class timewheelRecipe(ConanFile):
     def generate(self):
         deps = CMakeDeps(self)
         deps.generate()
+        # The fPIC option reaches CMakeLists.txt as CMAKE_POSITION_INDEPENDENT_CODE, which the
+        # toolchain sets from it; shared builds are position-independent anyway.
         tc = CMakeToolchain(self)
         tc.cache_variables["TIMEWHEEL_BUILD_TESTS"] = False
         tc.cache_variables["TIMEWHEEL_BUILD_EXAMPLES"] = False
@@ -66,6 +68,7 @@ class timewheelRecipe(ConanFile):
         cmake.build()
 
     def package(self):
+        copy(self, "LICENSE", self.source_folder, os.path.join(self.package_folder, "licenses"))
         cmake = CMake(self)
         cmake.install()
         # Conan generates the consumers' CMake and pkg-config files from package_info().
@@ -78,3 +81,7 @@ class timewheelRecipe(ConanFile):
         self.cpp_info.set_property("cmake_target_name", "timewheel::timewheel")
         self.cpp_info.set_property("pkg_config_name", "timewheel")
         self.cpp_info.requires = ["boost::headers"]
+        # Boost.Asio needs the platform threads, as the installed CMake config says with
+        # Threads::Threads.
+        if self.settings.os in ["Linux", "FreeBSD"]:
+            self.cpp_info.system_libs = ["pthread"]

@@ -1,9 +1,11 @@
 #!/usr/bin/env bash
 # Checks the packaging: installs timewheel (library only) into a temporary prefix, checks the
-# installed files, then builds and runs three consumers against it:
+# installed files (Threads::Threads and -pthread declared), then builds and runs three consumers
+# against it:
 #   find_package   test_package/ with plain CMake and CMAKE_PREFIX_PATH=<prefix>
 #   pkg-config     test_package/test_package.cpp compiled with `pkg-config --cflags --libs`
 #   subdirectory   test/consumer_subdirectory/, which uses add_subdirectory(<repo root>)
+# and checks that CMAKE_POSITION_INDEPENDENT_CODE (Conan's fPIC) decides -fPIC.
 # Prints PASS/FAIL per step and exits non-zero on any failure. Uses only temporary directories.
 # Usage: scripts/package-test.sh            (from anywhere in a clone)
 set -euo pipefail
@@ -64,6 +66,13 @@ install_library() {
   if grep -rl -e "$root" -e "$tmp/build" "$prefix/lib/cmake" "$prefix/lib/pkgconfig"; then
     echo "installed package files refer to the source or build tree"; missing=1
   fi
+  # Boost.Asio needs the platform threads: the package must say so to its consumers.
+  grep -q "Threads::Threads" "$prefix/lib/cmake/timewheel/timewheelTargets.cmake" ||
+    { echo "timewheelTargets.cmake does not link Threads::Threads"; missing=1; }
+  grep -q "find_dependency(Threads)" "$prefix/lib/cmake/timewheel/timewheelConfig.cmake" ||
+    { echo "timewheelConfig.cmake does not find Threads"; missing=1; }
+  grep -q "^Libs:.* -pthread" "$prefix/lib/pkgconfig/timewheel.pc" ||
+    { echo "timewheel.pc does not link -pthread"; missing=1; }
   grep -q "^prefix=$prefix\$" "$prefix/lib/pkgconfig/timewheel.pc" ||
     { echo "timewheel.pc has the wrong prefix:"; cat "$prefix/lib/pkgconfig/timewheel.pc"; missing=1; }
   [ "$missing" -eq 0 ]
@@ -87,6 +96,22 @@ consumer_pkg_config() {
   "$tmp/pkg_config_consumer"
 }
 
+# Position-independent code by default, but a toolchain's CMAKE_POSITION_INDEPENDENT_CODE
+# decides (Conan sets it from the recipe's fPIC option). Configures only, and reads the flags.
+position_independent_code() {
+  local flags
+  cmake_configure -S "$root" -B "$tmp/pic-default" -DTIMEWHEEL_BUILD_TESTS=OFF \
+    -DTIMEWHEEL_BUILD_EXAMPLES=OFF >/dev/null
+  cmake_configure -S "$root" -B "$tmp/pic-off" -DTIMEWHEEL_BUILD_TESTS=OFF \
+    -DTIMEWHEEL_BUILD_EXAMPLES=OFF -DCMAKE_POSITION_INDEPENDENT_CODE=OFF >/dev/null
+  flags="$tmp/pic-default/CMakeFiles/timewheel.dir/flags.make"
+  grep -q -- "-fPIC" "$flags" || { echo "no -fPIC by default:"; cat "$flags"; return 1; }
+  flags="$tmp/pic-off/CMakeFiles/timewheel.dir/flags.make"
+  if grep -q -- "-fPIC" "$flags"; then
+    echo "-fPIC although CMAKE_POSITION_INDEPENDENT_CODE=OFF:"; cat "$flags"; return 1
+  fi
+}
+
 consumer_subdirectory() {
   cmake_configure -S "$root/test/consumer_subdirectory" -B "$tmp/subdirectory"
   cmake --build "$tmp/subdirectory" -j"$jobs"
@@ -101,6 +126,7 @@ fi
 run "consumer find_package (test_package)" consumer_find_package
 run "consumer pkg-config" consumer_pkg_config
 run "consumer add_subdirectory" consumer_subdirectory
+run "position-independent code follows CMAKE_POSITION_INDEPENDENT_CODE" position_independent_code
 
 if [ "$failures" -ne 0 ]; then
   echo "package-test: FAIL ($failures failed)"

@@ -1,8 +1,14 @@
 // Smoke test of an installed timewheel: arms a few entries, advances the wheel and checks
-// that each fired exactly once, at its deadline. Exits 0 on success, 1 on failure.
+// that each fired exactly once, at its deadline; then waits on a wheel_timer in an io_context
+// (Boost.Asio, so the platform threads must be linked as the package declares). Exits 0 on
+// success, 1 on failure.
 
 #include <timewheel/wheel.hpp>
+#include <timewheel/wheel_timer.hpp>
 
+#include <boost/asio/io_context.hpp>
+
+#include <chrono>
 #include <cstdio>
 #include <vector>
 
@@ -42,6 +48,13 @@ int main() {
             ok = false;
         }
     }
+
+    boost::asio::io_context io;
+    timewheel::wheel_timer timer(io, std::chrono::milliseconds(1));
+    bool waited = false;
+    timer.async_wait([&](boost::system::error_code ec) { waited = !ec; });
+    io.run();
+    ok = ok && waited;
 
     std::puts(ok ? "timewheel test_package: OK" : "timewheel test_package: FAILED");
     return ok ? 0 : 1;

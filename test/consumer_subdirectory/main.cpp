@@ -15,11 +15,11 @@ int main() {
     int order = 0;
     int early_pos = 0;
     int late_pos = 0;
-    const std::size_t fired = w.advance(1000, [&](timewheel::wheel_entry& e) {
-        (&e == &early ? early_pos : late_pos) = ++order;
-    });
+    const std::size_t fired = w.advance(
+        1000, [&](timewheel::wheel_entry& e) { (&e == &early ? early_pos : late_pos) = ++order; });
 
     const bool ok = fired == 2 && early_pos == 1 && late_pos == 2 && w.empty();
-    std::puts(ok ? "timewheel consumer_subdirectory: OK" : "timewheel consumer_subdirectory: FAILED");
+    std::puts(ok ? "timewheel consumer_subdirectory: OK"
+                 : "timewheel consumer_subdirectory: FAILED");
     return ok ? 0 : 1;
 }
