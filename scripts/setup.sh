@@ -3,13 +3,15 @@
 # only checks, in well under a second. Extra package names may be given as arguments.
 set -euo pipefail
 
-packages=(g++ cmake make libboost1.81-dev libboost-test1.81-dev libbenchmark-dev "$@")
+packages=(g++ clang clang-format cmake make libboost1.81-dev libboost-test1.81-dev libbenchmark-dev
+          "$@")
 
+# One dpkg-query for all of them: a package is missing unless listed as installed.
+installed="$(dpkg-query -W -f='${Package} ${Status}\n' "${packages[@]}" 2>/dev/null |
+  sed -n 's/^\([^ ]*\) install ok installed$/\1/p')" || true
 missing=()
 for p in "${packages[@]}"; do
-  if ! dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q '^install ok installed$'; then
-    missing+=("$p")
-  fi
+  grep -qx -- "${p%%:*}" <<<"$installed" || missing+=("$p")
 done
 [ ${#missing[@]} -eq 0 ] && exit 0
 

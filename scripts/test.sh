@@ -1,29 +1,81 @@
 #!/usr/bin/env bash
-# Sets up, builds and runs the whole test suite: once as built for use (warnings are errors)
-# and once more under AddressSanitizer + UndefinedBehaviorSanitizer.
-# Usage: scripts/test.sh            (from anywhere in a clone)
+# Sets up, checks and tests everything, as CI does (.ci/run):
+#   format     every tracked *.cpp/*.hpp as .clang-format says (scripts/check-format.sh)
+#   g++        tests, examples and benchmarks built with warnings as errors; the whole suite
+#   package    installed, and built against by its three kinds of consumer (package-test.sh)
+#   docs       the API reference, warnings as errors (scripts/docs.sh)
+#   clang++    tests and examples (no benchmarks) with warnings as errors; the whole suite
+#   sanitizers the suite and the examples again under AddressSanitizer + UndefinedBehaviorSanitizer
+# Each step prints its time, and a summary closes the run. A formatting failure does not stop
+# the later steps (their results are worth having), but fails the run at the end; any other
+# failure stops it at once.
+# Usage: scripts/test.sh            (from anywhere in a clone); JOBS=N sets the parallelism.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 bash scripts/setup.sh
 
 jobs="${JOBS:-2}"
 export CTEST_OUTPUT_ON_FAILURE=1
+summary=()
 
-echo "== build and test (RelWithDebInfo) =="
-cmake -S . -B build -DCMAKE_BUILD_TYPE=RelWithDebInfo -DCMAKE_CXX_FLAGS="-Werror" \
-  -DTIMEWHEEL_BUILD_BENCHMARKS=ON >/dev/null
-cmake --build build -j"$jobs"
-ctest --test-dir build -j"$jobs" --timeout 900
+# step <name> <function>: runs it, then records and prints how long it took.
+step() {
+  local name="$1" start=$SECONDS elapsed
+  echo "== $name =="
+  "$2"
+  elapsed=$((SECONDS - start))
+  summary+=("$(printf '%-32s %3d min %02d s' "$name" $((elapsed / 60)) $((elapsed % 60)))")
+  echo "-- $name: $((elapsed / 60)) min $((elapsed % 60)) s"
+}
 
-echo "== install and consume the package =="
-bash scripts/package-test.sh
+format_failed=0
+format() { bash scripts/check-format.sh || format_failed=1; }
 
-echo "== API reference (Doxygen, warnings are errors) =="
-bash scripts/docs.sh
+gxx() {
+  cmake -S . -B build -DCMAKE_BUILD_TYPE=RelWithDebInfo -DCMAKE_CXX_FLAGS="-Werror" \
+    -DTIMEWHEEL_BUILD_TESTS=ON -DTIMEWHEEL_BUILD_EXAMPLES=ON -DTIMEWHEEL_BUILD_BENCHMARKS=ON \
+    >/dev/null
+  cmake --build build -j"$jobs"
+  ctest --test-dir build -j"$jobs" --timeout 900
+}
 
-echo "== build and test (ASan + UBSan) =="
-cmake -S . -B build-asan -DCMAKE_BUILD_TYPE=Debug -DTIMEWHEEL_SANITIZE=address,undefined \
-  -DCMAKE_CXX_FLAGS="-O1" >/dev/null
-cmake --build build-asan -j"$jobs"
-ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=print_stacktrace=1 \
-  ctest --test-dir build-asan -j"$jobs" --timeout 1800
+package() { bash scripts/package-test.sh; }
+
+docs() { bash scripts/docs.sh; }
+
+# Debian's clang++ with the same libstdc++ and Boost. No benchmarks: they add build time and
+# nothing that g++ has not compiled already.
+clangxx() {
+  cmake -S . -B build-clang -DCMAKE_CXX_COMPILER=clang++ -DCMAKE_BUILD_TYPE=RelWithDebInfo \
+    -DCMAKE_CXX_FLAGS="-Werror" -DTIMEWHEEL_BUILD_TESTS=ON -DTIMEWHEEL_BUILD_EXAMPLES=ON \
+    -DTIMEWHEEL_BUILD_BENCHMARKS=OFF >/dev/null
+  cmake --build build-clang -j"$jobs"
+  ctest --test-dir build-clang -j"$jobs" --timeout 900
+}
+
+sanitizers() {
+  cmake -S . -B build-asan -DCMAKE_BUILD_TYPE=Debug -DTIMEWHEEL_SANITIZE=address,undefined \
+    -DCMAKE_CXX_FLAGS="-O1" -DTIMEWHEEL_BUILD_TESTS=ON -DTIMEWHEEL_BUILD_EXAMPLES=ON \
+    -DTIMEWHEEL_BUILD_BENCHMARKS=OFF >/dev/null
+  cmake --build build-asan -j"$jobs"
+  ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=print_stacktrace=1 \
+    ctest --test-dir build-asan -j"$jobs" --timeout 1800
+}
+
+started=$SECONDS
+step "format (clang-format)" format
+step "build and test (g++)" gxx
+step "install and consume the package" package
+step "API reference (Doxygen)" docs
+step "build and test (clang++)" clangxx
+step "build and test (ASan + UBSan)" sanitizers
+
+total=$((SECONDS - started))
+echo "== summary =="
+printf '%s\n' "${summary[@]}"
+printf '%-32s %3d min %02d s\n' "total" $((total / 60)) $((total % 60))
+if [ "$format_failed" -ne 0 ]; then
+  echo "test.sh: FAILED: files are not formatted (see the format step above)"
+  exit 1
+fi
+echo "test.sh: all steps passed"
