@@ -4,12 +4,14 @@
 // Counting the heap allocations of a test program, so that "allocates nothing" is a claim that
 // can fail.
 //
-// Including this header makes test/CMakeLists.txt link counting_new.cpp into the test: it
-// replaces every replaceable global operator new and delete (plain, array, nothrow, aligned,
-// sized) with versions over malloc that count each allocation, on every thread, in one atomic.
-// Counting is always on; an allocation_counter reads the difference, so counters nest and
-// cost nothing to start. Under AddressSanitizer the replacements call ASan's malloc, so leaks
-// and overflows are still caught (only new/delete mismatches are not).
+// Including this header makes test/CMakeLists.txt link counting_new.cpp into the test. It
+// looks when CMake configures: after adding the include to an existing test, re-run cmake, or
+// the link misses allocations_so_far(). counting_new.cpp replaces every replaceable global
+// operator new and delete (plain, array, nothrow, aligned, sized) with versions over malloc
+// that count each allocation, on every thread, in one atomic. Counting is always on; an
+// allocation_counter reads the difference, so counters nest and cost nothing to start. Under
+// AddressSanitizer the replacements call ASan's malloc, so leaks and overflows are still
+// caught (only new/delete mismatches are not).
 //
 //     timewheel::test_support::allocation_counter counter;
 //     wheel.move(entry, later);
