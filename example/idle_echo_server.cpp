@@ -287,7 +287,11 @@ public:
     template <typename... Args>
     void log(const char* format, Args... args) const {
         std::printf("[%9.3f] ", seconds(clock_type::now() - program_start));
-        std::printf(format, args...);
+        if constexpr (sizeof...(Args) == 0) {
+            std::fputs(format, stdout); // a plain message, not a format
+        } else {
+            std::printf(format, args...);
+        }
         std::printf("\n");
         std::fflush(stdout);
     }

@@ -24,6 +24,7 @@
 #include <type_traits>
 #include <vector>
 
+#include "support/fixtures.hpp"
 #include "support/watchdog.hpp"
 
 namespace net = boost::asio;
@@ -46,9 +47,7 @@ struct recorder {
     }
 };
 
-struct shutdown_context : net::io_context {
-    using net::io_context::shutdown;
-};
+using timewheel::test_support::shutdown_context;
 
 } // namespace
 

@@ -27,6 +27,7 @@
 #include <thread>
 #include <vector>
 
+#include "support/fixtures.hpp"
 #include "support/watchdog.hpp"
 
 namespace net = boost::asio;
@@ -49,15 +50,8 @@ void run_idle_for(net::io_context& io, std::chrono::milliseconds period) {
     io.run_for(period);
 }
 
-bool mentions(const std::exception& e, const char* word) {
-    return std::string(e.what()).find(word) != std::string::npos;
-}
-
-// Exposes execution_context::shutdown(), the first thing ~io_context() does, so that
-// objects that must be destroyed before their context can be checked after it.
-struct shutdown_context : net::io_context {
-    using net::io_context::shutdown;
-};
+using timewheel::test_support::mentions;
+using timewheel::test_support::shutdown_context;
 
 } // namespace
 
@@ -459,10 +453,7 @@ BOOST_AUTO_TEST_CASE(size_counts_armed_entries) {
 
 namespace {
 
-struct set_on_destruction {
-    bool* flag;
-    ~set_on_destruction() { *flag = true; }
-};
+using timewheel::test_support::set_on_destruction;
 
 } // namespace
 

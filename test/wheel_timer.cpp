@@ -41,6 +41,7 @@
 #include <type_traits>
 #include <vector>
 
+#include "support/fixtures.hpp"
 #include "support/watchdog.hpp"
 
 namespace net = boost::asio;
@@ -1137,10 +1138,7 @@ BOOST_AUTO_TEST_CASE(run_returns_after_the_last_expiry) {
 
 namespace {
 
-struct set_on_destruction {
-    bool* flag;
-    ~set_on_destruction() { *flag = true; }
-};
+using timewheel::test_support::set_on_destruction;
 
 } // namespace
 

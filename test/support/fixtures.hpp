@@ -22,9 +22,12 @@ struct shutdown_context : boost::asio::io_context {
 };
 
 // Sets *flag when destroyed: tells whether a handler (holding it) was destroyed.
+// (A constructor, not an aggregate: clang 14 cannot make_shared<T>(args) an aggregate.)
 struct set_on_destruction {
-    bool* flag;
+    explicit set_on_destruction(bool* f) noexcept
+        : flag(f) {}
     ~set_on_destruction() { *flag = true; }
+    bool* flag;
 };
 
 // Whether the exception's message contains `word`: errors must name what was wrong.
