@@ -255,7 +255,7 @@ void wheel_service::start_driver(tick_type tick) {
     // The new wait is counted as work before the old one stops counting: run() cannot see
     // the io_context run out of work in between.
     net::detail::op_queue<net::detail::scheduler_operation> old;
-    if (pending_driver_ != nullptr && inside_run()) {
+    if (pending_driver_ != nullptr) {
         timer_queue_.cancel_timer(timer_data_, old);
     } else {
         reactor_.cancel_timer(timer_queue_, timer_data_);
