@@ -8,7 +8,6 @@
 #define TIMEWHEEL_IMPL_TTL_CACHE_HPP
 
 #include <boost/asio/associated_cancellation_slot.hpp>
-#include <boost/asio/detail/non_const_lvalue.hpp>
 #include <boost/asio/error.hpp>
 
 #include <cmath>
@@ -423,8 +422,12 @@ TIMEWHEEL_TTL_CACHE_TEMPLATE
 template <typename Handler, typename Fetch>
 void TIMEWHEEL_TTL_CACHE::initiate_async_take::operator()(Handler&& handler, const Key& key,
                                                           Fetch&& fetch) const {
-    boost::asio::detail::non_const_lvalue<Handler> handler2(handler);
-    self_->start_take(handler2.value, key, fetch);
+    if constexpr (std::is_const_v<std::remove_reference_t<Handler>>) {
+        std::decay_t<Handler> copy(handler); // the op moves from it
+        self_->start_take(copy, key, fetch);
+    } else {
+        self_->start_take(handler, key, fetch);
+    }
 }
 
 TIMEWHEEL_TTL_CACHE_TEMPLATE
