@@ -307,7 +307,7 @@ void wheel_service::on_driver(void* owner) {
 
 void wheel_service::wake(void* owner) {
     run_due();
-    if (detail::wait_op_base* first = take_ready()) {
+    if (detail::wait_op_base* first = std::exchange(run_next_, nullptr)) {
         run_inline(owner, first);
     }
 }
@@ -330,11 +330,9 @@ void wheel_service::run_due() {
 }
 
 void wheel_service::finish_run(bool unwinding) {
-    if (unwinding) { // a callback threw: the waits it expired complete on their own
-        if (detail::wait_op_base* first = take_ready()) {
-            scheduler_.post_deferred_completion(first);
-        }
-    }
+    // The waits this run expired are queued before anything the re-arm below may queue (a
+    // continuation), so that they complete before later ones; the first runs inline.
+    run_next_ = take_ready(!unwinding); // if a callback threw, all complete on their own
     driver_state_ = driver_state::idle;
     if (shut_down_) {
         return;
@@ -397,7 +395,7 @@ detail::wait_op_base* sort_by_expiry(detail::wait_op_base* head) noexcept {
 
 } // namespace
 
-detail::wait_op_base* wheel_service::take_ready() noexcept {
+detail::wait_op_base* wheel_service::take_ready(bool keep_first) noexcept {
     detail::wait_op_base* first = ready_.front();
     if (first == nullptr) {
         return nullptr;
@@ -424,9 +422,13 @@ detail::wait_op_base* wheel_service::take_ready() noexcept {
         }
         first = ready_.front();
     }
-    ready_.pop();
     ready_sorted_ = true;
     ready_last_ = nullptr;
+    if (keep_first) {
+        ready_.pop();
+    } else {
+        first = nullptr;
+    }
     net::detail::op_queue<net::detail::scheduler_operation> rest;
     while (detail::wait_op_base* op = ready_.front()) {
         ready_.pop();

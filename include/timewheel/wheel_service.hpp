@@ -298,7 +298,7 @@ private:
     void wake(void* owner);
     void run_due();
     void finish_run(bool unwinding);
-    detail::wait_op_base* take_ready() noexcept;
+    detail::wait_op_base* take_ready(bool keep_first) noexcept;
     void run_inline(void* owner, detail::wait_op_base* op);
     bool inside_run() const noexcept;
     tick_type slack_ticks(duration slack) const noexcept;
@@ -310,6 +310,7 @@ private:
     driver_op* free_driver_ops_ = nullptr;
     driver_op* pending_driver_ = nullptr;          // the op in timer_data_, while waiting
     detail::op_queue<detail::wait_op_base> ready_; // waits expired by the run in progress
+    detail::wait_op_base* run_next_ = nullptr;     // runs inline once the run has finished
     bool ready_sorted_ = true;
     detail::wait_op_base* ready_last_ = nullptr;
     continuation_op continuation_;
