@@ -493,8 +493,13 @@ BOOST_AUTO_TEST_CASE(size_counts_armed_entries) {
 namespace {
 
 struct set_on_destruction {
-    bool* flag;
+    explicit set_on_destruction(bool* f) noexcept // clang 14 has no aggregate ()-init
+        : flag(f) {}
+    set_on_destruction(const set_on_destruction&) = delete;
+    set_on_destruction& operator=(const set_on_destruction&) = delete;
     ~set_on_destruction() { *flag = true; }
+
+    bool* flag;
 };
 
 } // namespace
