@@ -15,6 +15,8 @@
 #include <limits>
 #include <stdexcept>
 #include <string>
+#include <thread>
+#include <utility>
 
 namespace timewheel {
 
@@ -146,6 +148,14 @@ tick_type wheel_service::slack_ticks(duration slack) const noexcept {
 }
 
 // --- The driver -------------------------------------------------------------------------
+//
+// One wait of a user (a wheel_timer) should cost one handler run, as with steady_timer:
+// io_context::run() counts every scheduler operation it completes. So the driver's own
+// completions run the first wait they expired inline, in the same scheduler operation (the
+// handler still goes through its associated executor, as the scheduler would have called
+// it), and post the others. Re-arming or stopping the driver from inside run() takes the
+// superseded reactor wait back from the timer queue instead of having it complete with
+// operation_aborted, which would count as a handler of its own.
 
 wheel_service::driver_op::driver_op(wheel_service* service) noexcept
     : wait_op(&driver_op::do_complete)
@@ -156,10 +166,28 @@ void wheel_service::driver_op::do_complete(void* owner, net::detail::scheduler_o
     auto* op = static_cast<driver_op*>(base);
     wheel_service* service = op->service_;
     const boost::system::error_code ec = op->ec_;
+    detail::op_queue<detail::wait_op_base> carried;
+    carried.push(op->carried_);
     op->next_free_ = service->free_driver_ops_;
     service->free_driver_ops_ = op;
-    if (owner != nullptr) { // null when the context is shutting down
-        service->on_driver(ec);
+    if (service->pending_driver_ == op) {
+        service->pending_driver_ = nullptr;
+    }
+    if (owner == nullptr) { // the context is shutting down: destroy, don't invoke
+        while (detail::wait_op_base* w = carried.front()) {
+            carried.pop();
+            w->destroy();
+        }
+        return;
+    }
+    if (detail::wait_op_base* first = carried.front()) {
+        carried.pop();
+        service->post_waits(carried);
+        service->run_inline(owner, first);
+        return;
+    }
+    if (ec != net::error::operation_aborted) {
+        service->on_driver(owner);
     }
 }
 
@@ -171,8 +199,20 @@ void wheel_service::continuation_op::do_complete(void* owner,
                                                  net::detail::scheduler_operation* base,
                                                  const boost::system::error_code&, std::size_t) {
     if (owner != nullptr) {
-        static_cast<continuation_op*>(base)->service_->run_due();
+        static_cast<continuation_op*>(base)->service_->wake(owner);
     }
+}
+
+bool wheel_service::inside_run() const noexcept {
+    using call_stack =
+        net::detail::call_stack<net::detail::thread_context, net::detail::thread_info_base>;
+    return call_stack::contains(static_cast<net::detail::thread_context*>(&scheduler_)) != nullptr;
+}
+
+void wheel_service::run_inline(void* owner, detail::wait_op_base* op) {
+    // The scheduler counts work per operation it runs: this one runs inside ours.
+    scheduler_.work_finished();
+    op->complete(owner, op->ec_, 0);
 }
 
 void wheel_service::update_driver(bool due_now) {
@@ -211,27 +251,65 @@ void wheel_service::start_driver(tick_type tick) {
     } else {
         op = new driver_op(this); // before any change, so that bad_alloc changes nothing
     }
-    // A queued timer keeps its first expiry, so an earlier one needs the old wait aborted.
-    reactor_.cancel_timer(timer_queue_, timer_data_);
+    // A queued timer keeps its first expiry, so an earlier one needs the old wait removed.
+    // The new wait is counted as work before the old one stops counting: run() cannot see
+    // the io_context run out of work in between.
+    net::detail::op_queue<net::detail::scheduler_operation> old;
+    if (pending_driver_ != nullptr) {
+        timer_queue_.cancel_timer(timer_data_, old);
+    } else {
+        reactor_.cancel_timer(timer_queue_, timer_data_);
+    }
+    pending_driver_ = op;
     driver_tick_ = tick;
     driver_state_ = driver_state::waiting;
     reactor_.schedule_timer(timer_queue_, to_time(tick), timer_data_, op);
-}
-
-void wheel_service::stop_driver() noexcept {
-    reactor_.cancel_timer(timer_queue_, timer_data_);
-    driver_state_ = driver_state::idle;
-}
-
-void wheel_service::on_driver(const boost::system::error_code& ec) {
-    if (ec == net::error::operation_aborted) {
-        return; // superseded by an earlier deadline, or the wheel emptied
+    while (net::detail::scheduler_operation* o = old.front()) {
+        old.pop();
+        auto* d = static_cast<driver_op*>(o);
+        d->next_free_ = free_driver_ops_;
+        free_driver_ops_ = d;
+        scheduler_.work_finished();
     }
+}
+
+wheel_service::driver_op* wheel_service::stop_driver() noexcept {
+    driver_state_ = driver_state::idle;
+    driver_op* pending = std::exchange(pending_driver_, nullptr);
+    if (pending == nullptr) {
+        reactor_.cancel_timer(timer_queue_, timer_data_);
+        return nullptr;
+    }
+    if (inside_run()) {
+        // The handler running now keeps the io_context's work above zero: taking the wait
+        // back cannot stop the io_context under it.
+        net::detail::op_queue<net::detail::scheduler_operation> old;
+        if (timer_queue_.cancel_timer(timer_data_, old) != 0) {
+            old.pop();
+            pending->next_free_ = free_driver_ops_;
+            free_driver_ops_ = pending;
+            scheduler_.work_finished();
+        }
+        return nullptr;
+    }
+    // Outside run(), the io_context could run out of work here and stop: let the wait
+    // complete with operation_aborted instead. It carries the waits cancelled with it.
+    return reactor_.cancel_timer(timer_queue_, timer_data_) != 0 ? pending : nullptr;
+}
+
+void wheel_service::on_driver(void* owner) {
     if (driver_state_ == driver_state::running || driver_state_ == driver_state::posted) {
         return; // stale: the run in progress (or the queued continuation) re-arms at its end
     }
     // A success may be stale (a newer wait is pending): running the wheel early is harmless.
+    wake(owner);
+}
+
+void wheel_service::wake(void* owner) {
     run_due();
+    if (detail::wait_op_base* first = std::exchange(run_next_, nullptr)) {
+        run_inline(owner, first);
+    }
 }
 
 void wheel_service::run_due() {
@@ -240,7 +318,8 @@ void wheel_service::run_due() {
     driver_state_ = driver_state::running;
     struct finish_guard {
         wheel_service* self;
-        ~finish_guard() { self->finish_run(); } // re-arm even if a callback throws
+        int exceptions = std::uncaught_exceptions();
+        ~finish_guard() { self->finish_run(std::uncaught_exceptions() > exceptions); }
     } guard{this};
 
     wheel_->advance(current_tick(), options_.budget, [this](wheel_entry& entry) {
@@ -250,7 +329,10 @@ void wheel_service::run_due() {
     });
 }
 
-void wheel_service::finish_run() {
+void wheel_service::finish_run(bool unwinding) {
+    // The waits this run expired are queued before anything the re-arm below may queue (a
+    // continuation), so that they complete before later ones; the first runs inline.
+    run_next_ = take_ready(!unwinding); // if a callback threw, all complete on their own
     driver_state_ = driver_state::idle;
     if (shut_down_) {
         return;
@@ -268,6 +350,94 @@ void wheel_service::finish_run() {
     start_driver(*next);
 }
 
+namespace {
+
+// Stable merge sort of a singly linked list of waits by expiry, without allocating: the
+// waits that expire together complete earliest expiry first, as steady_timer's do.
+detail::wait_op_base* next_of(detail::wait_op_base* op) noexcept {
+    return static_cast<detail::wait_op_base*>(net::detail::op_queue_access::next(op));
+}
+
+void set_next(detail::wait_op_base* op, detail::wait_op_base* next) noexcept {
+    net::detail::op_queue_access::next(op, next);
+}
+
+detail::wait_op_base* sort_by_expiry(detail::wait_op_base* head) noexcept {
+    if (head == nullptr || next_of(head) == nullptr) {
+        return head;
+    }
+    detail::wait_op_base* slow = head;
+    detail::wait_op_base* fast = next_of(head);
+    while (fast != nullptr && next_of(fast) != nullptr) {
+        slow = next_of(slow);
+        fast = next_of(next_of(fast));
+    }
+    detail::wait_op_base* second = next_of(slow);
+    set_next(slow, nullptr);
+    detail::wait_op_base* a = sort_by_expiry(head);
+    detail::wait_op_base* b = sort_by_expiry(second);
+    detail::wait_op_base* merged = nullptr;
+    detail::wait_op_base* tail = nullptr;
+    while (a != nullptr && b != nullptr) {
+        detail::wait_op_base*& from = b->expiry_ < a->expiry_ ? b : a; // ties: a, stable
+        detail::wait_op_base* taken = from;
+        from = next_of(from);
+        if (tail == nullptr) {
+            merged = taken;
+        } else {
+            set_next(tail, taken);
+        }
+        tail = taken;
+    }
+    set_next(tail, a != nullptr ? a : b);
+    return merged;
+}
+
+} // namespace
+
+detail::wait_op_base* wheel_service::take_ready(bool keep_first) noexcept {
+    detail::wait_op_base* first = ready_.front();
+    if (first == nullptr) {
+        return nullptr;
+    }
+    if (!ready_sorted_) {
+        // Relink the queue as a null-terminated list, sort it, and queue it again.
+        detail::wait_op_base* head = nullptr;
+        detail::wait_op_base* tail = nullptr;
+        while (detail::wait_op_base* op = ready_.front()) {
+            ready_.pop();
+            if (tail == nullptr) {
+                head = op;
+            } else {
+                set_next(tail, op);
+            }
+            tail = op;
+        }
+        head = sort_by_expiry(head);
+        while (head != nullptr) {
+            detail::wait_op_base* next = next_of(head);
+            set_next(head, nullptr);
+            ready_.push(head);
+            head = next;
+        }
+        first = ready_.front();
+    }
+    ready_sorted_ = true;
+    ready_last_ = nullptr;
+    if (keep_first) {
+        ready_.pop();
+    } else {
+        first = nullptr;
+    }
+    net::detail::op_queue<net::detail::scheduler_operation> rest;
+    while (detail::wait_op_base* op = ready_.front()) {
+        ready_.pop();
+        rest.push(op);
+    }
+    scheduler_.post_deferred_completions(rest);
+    return first;
+}
+
 // --- wheel_timer waits ------------------------------------------------------------------
 
 void wheel_service::add_wait(implementation_type& impl, detail::wait_op_base* op) {
@@ -275,6 +445,7 @@ void wheel_service::add_wait(implementation_type& impl, detail::wait_op_base* op
         arm(impl, impl.expiry, impl.slack); // the only step that may throw: first
     }
     op->timer_ = &impl;
+    op->expiry_ = impl.expiry;
     impl.ops.push(op);
     ++impl.waits;
     scheduler_.work_started();
@@ -282,7 +453,7 @@ void wheel_service::add_wait(implementation_type& impl, detail::wait_op_base* op
 
 std::size_t wheel_service::complete_waits(implementation_type& impl, std::size_t max,
                                           const boost::system::error_code& ec) noexcept {
-    net::detail::op_queue<net::detail::scheduler_operation> done;
+    detail::op_queue<detail::wait_op_base> done;
     std::size_t count = 0;
     while (count < max) {
         detail::wait_op_base* op = impl.ops.front();
@@ -292,28 +463,65 @@ std::size_t wheel_service::complete_waits(implementation_type& impl, std::size_t
         impl.ops.pop();
         op->ec_ = ec;
         op->timer_ = nullptr;
-        if (op->cancellation_ != nullptr) {
-            op->cancellation_->detach();
-            op->cancellation_ = nullptr;
-        }
+        op->expiry_ = impl.expiry;
+        op->detach_cancellation();
         done.push(op);
         ++count;
     }
     impl.waits -= count;
-    if (impl.ops.empty()) {
-        cancel(static_cast<detail::service_entry&>(impl));
+    if (!ec && driver_state_ == driver_state::running) {
+        // Expired by the run in progress: its driver completion delivers them.
+        while (detail::wait_op_base* op = done.front()) {
+            done.pop();
+            if (ready_last_ != nullptr && op->expiry_ < ready_last_->expiry_) {
+                ready_sorted_ = false;
+            }
+            ready_last_ = op;
+            ready_.push(op);
+        }
+        return count;
     }
-    scheduler_.post_deferred_completions(done);
+    driver_op* aborted = nullptr;
+    if (impl.ops.empty()) {
+        aborted = cancel_entry(impl);
+    }
+    if (aborted != nullptr) {
+        aborted->carried_.push(done);
+    } else {
+        post_waits(done);
+    }
     return count;
 }
 
-void wheel_service::cancel_wait(detail::wait_op_base& op) {
+void wheel_service::post_waits(detail::op_queue<detail::wait_op_base>& ops) noexcept {
+    net::detail::op_queue<net::detail::scheduler_operation> queue;
+    while (detail::wait_op_base* op = ops.front()) {
+        ops.pop();
+        queue.push(op);
+    }
+    scheduler_.post_deferred_completions(queue);
+}
+
+wheel_service::driver_op* wheel_service::cancel_entry(detail::service_entry& entry) noexcept {
     detail::thread_check::scope check(thread_check_);
+    if (!wheel_->cancel(entry)) {
+        return nullptr;
+    }
+    if (--armed_ == 0 && driver_state_ == driver_state::waiting) {
+        return stop_driver(); // nothing left to wait for: let run() return
+    }
+    return nullptr;
+}
+
+void wheel_service::cancel_wait(void* service, detail::async_op_base& base) {
+    auto& self = *static_cast<wheel_service*>(service);
+    auto& op = static_cast<detail::wait_op_base&>(base);
+    detail::thread_check::scope check(self.thread_check_);
     implementation_type* impl = op.timer_;
     if (impl == nullptr) {
         return;
     }
-    net::detail::op_queue<detail::wait_op_base> others;
+    detail::op_queue<detail::wait_op_base> others;
     while (detail::wait_op_base* queued = impl->ops.front()) {
         impl->ops.pop();
         if (queued != &op) {
@@ -324,11 +532,17 @@ void wheel_service::cancel_wait(detail::wait_op_base& op) {
     --impl->waits;
     op.ec_ = net::error::operation_aborted;
     op.timer_ = nullptr;
-    op.cancellation_ = nullptr; // its handler has already gone inert
+    detail::op_queue<detail::wait_op_base> done;
+    done.push(&op);
+    driver_op* aborted = nullptr;
     if (impl->ops.empty()) {
-        cancel(static_cast<detail::service_entry&>(*impl));
+        aborted = self.cancel_entry(*impl);
     }
-    scheduler_.post_deferred_completion(&op);
+    if (aborted != nullptr) {
+        aborted->carried_.push(done);
+    } else {
+        self.post_waits(done);
+    }
 }
 
 void wheel_service::on_timer_event(implementation_type& impl, detail::entry_event event) noexcept {
@@ -341,10 +555,7 @@ void wheel_service::on_timer_event(implementation_type& impl, detail::entry_even
     while (detail::wait_op_base* op = impl.ops.front()) {
         impl.ops.pop();
         op->timer_ = nullptr;
-        if (op->cancellation_ != nullptr) {
-            op->cancellation_->detach();
-            op->cancellation_ = nullptr;
-        }
+        op->detach_cancellation();
         abandoned.push(op);
     }
     impl.waits = 0;
@@ -359,11 +570,21 @@ void wheel_service::destroy(implementation_type& impl) noexcept {
     cancel(impl);
 }
 
+void wheel_service::wait(implementation_type& impl, boost::system::error_code& ec) {
+    // As basic_waitable_timer::wait(): sleep this thread until the expiry, whatever the
+    // io_context is doing. Neither the wheel nor the io_context is involved.
+    ec = {};
+    const time_point expiry = impl.expiry;
+    for (time_point now = clock_type::now(); now < expiry; now = clock_type::now()) {
+        std::this_thread::sleep_until(expiry);
+    }
+}
+
 void wheel_service::move_construct(implementation_type& impl, implementation_type& other) noexcept {
     static_cast<detail::service_entry&>(impl) =
         std::move(static_cast<detail::service_entry&>(other));
-    impl.expiry = other.expiry;
-    impl.slack = other.slack;
+    impl.expiry = std::exchange(other.expiry, time_point());
+    impl.slack = std::exchange(other.slack, duration());
     impl.ops.push(other.ops);
     impl.waits = other.waits;
     other.waits = 0;

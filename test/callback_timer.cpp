@@ -386,3 +386,19 @@ BOOST_AUTO_TEST_CASE(io_context_destroyed_with_a_due_timer_after_its_timer) {
     io.reset();
     BOOST_TEST(!called);
 }
+
+BOOST_AUTO_TEST_CASE(an_empty_callback_is_rejected_at_construction) {
+    net::io_context io;
+    using function_timer = timewheel::callback_timer<std::function<void()>>;
+    BOOST_CHECK_EXCEPTION(function_timer(io, std::function<void()>()), std::invalid_argument,
+                          [](const std::invalid_argument& e) {
+                              return std::string(e.what()).find("callback") != std::string::npos;
+                          });
+    using pointer_timer = timewheel::callback_timer<void (*)()>;
+    BOOST_CHECK_THROW(pointer_timer(io, nullptr), std::invalid_argument);
+    int calls = 0;
+    function_timer ok(io, [&calls] { ++calls; });
+    ok.expires_after(-1s);
+    io.run();
+    BOOST_TEST(calls == 1);
+}

@@ -33,6 +33,7 @@
 #include <chrono>
 #include <cmath>
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <stdexcept>
 #include <string>
@@ -861,6 +862,38 @@ BOOST_AUTO_TEST_CASE(take_cancellation_completes_only_that_waiter) {
     second_signal.emit(net::cancellation_type::terminal); // after completion: inert
     io.restart();
     io.poll();
+    cache.clear();
+}
+
+BOOST_AUTO_TEST_CASE(take_survives_its_cancellation_signal_being_destroyed) {
+    // Issue 11: the slot's handler used to leave the waiting take pointing at it once the
+    // signal (which owns the handler's memory) was destroyed; completing the take then wrote
+    // through that pointer (AddressSanitizer: heap-use-after-free).
+    net::io_context io;
+    cache_type cache(io, 1h, with_limit(10));
+    std::function<void()> finish_fetch;
+    auto held_fetch = [&finish_fetch](std::uint64_t key, auto handler) {
+        auto h = std::make_shared<decltype(handler)>(std::move(handler));
+        finish_fetch = [h, key] { (*h)({}, key * 10); };
+    };
+    take_result first, second;
+    auto signal = std::make_unique<net::cancellation_signal>();
+    cache.async_take(7, held_fetch, net::bind_cancellation_slot(signal->slot(), record(first)));
+    signal.reset(); // destroys the handler installed in the slot: the take stays pending
+    auto other = std::make_unique<net::cancellation_signal>();
+    cache.async_take(7, held_fetch, net::bind_cancellation_slot(other->slot(), record(second)));
+    other->slot().clear(); // the same, through the slot
+    io.poll();
+    BOOST_TEST(!first.done);
+    BOOST_TEST(!second.done);
+    finish_fetch();
+    io.restart();
+    io.poll();
+    BOOST_TEST(first.done);
+    BOOST_TEST(!first.ec);
+    BOOST_TEST(first.value == 70u);
+    BOOST_TEST(second.done);
+    BOOST_TEST(second.value == 70u);
     cache.clear();
 }
 

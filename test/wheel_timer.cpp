@@ -19,6 +19,7 @@
 #include <boost/asio/io_context.hpp>
 #include <boost/asio/post.hpp>
 #include <boost/asio/redirect_error.hpp>
+#include <boost/asio/steady_timer.hpp>
 #include <boost/asio/strand.hpp>
 #include <boost/asio/this_coro.hpp>
 #include <boost/asio/use_awaitable.hpp>
@@ -56,6 +57,7 @@ namespace {
 
 // Runs the io_context until it has no work, failing the test if that takes 30 s.
 using timewheel::test_support::run;
+using timewheel::test_support::watchdog;
 
 void poll(net::io_context& io) {
     io.restart();
@@ -1193,4 +1195,155 @@ BOOST_AUTO_TEST_CASE(shutdown_with_waits_on_several_timers_that_own_each_other) 
     BOOST_TEST(a_destroyed);
     BOOST_TEST(b_destroyed);
     BOOST_TEST(!invoked);
+}
+
+// --- Parity with steady_timer (issue 11) ---------------------------------------------------
+
+namespace {
+
+// What io_context::run() returns for a scenario, run once with each timer type.
+template <typename Timer, typename Scenario>
+std::size_t handlers_run(Scenario scenario) {
+    net::io_context io;
+    std::size_t count = 0;
+    {
+        std::vector<std::unique_ptr<Timer>> timers;
+        scenario(io, timers);
+        io.restart();
+        watchdog dog(io);
+        count = io.run();
+        BOOST_TEST(!dog.fired());
+    }
+    return count;
+}
+
+template <typename Scenario>
+void same_count_as_steady_timer(Scenario scenario, std::size_t expected) {
+    const std::size_t steady = handlers_run<net::steady_timer>(scenario);
+    const std::size_t wheel = handlers_run<wheel_timer>(scenario);
+    BOOST_TEST(steady == expected);
+    BOOST_TEST(wheel == steady);
+}
+
+} // namespace
+
+BOOST_AUTO_TEST_CASE(one_wait_costs_one_handler_run_as_with_steady_timer) {
+    // One wait that expires.
+    same_count_as_steady_timer(
+        [](net::io_context& io, auto& timers) {
+            using timer_type = typename std::decay_t<decltype(timers)>::value_type::element_type;
+            auto& t = *timers.emplace_back(std::make_unique<timer_type>(io, 5ms));
+            t.async_wait([](error_code) {});
+        },
+        1);
+    // Three waits on three timers with different expiries, armed latest first (each one
+    // moves the wheel's wakeup earlier).
+    same_count_as_steady_timer(
+        [](net::io_context& io, auto& timers) {
+            using timer_type = typename std::decay_t<decltype(timers)>::value_type::element_type;
+            for (auto delay : {12ms, 8ms, 4ms}) {
+                auto& t = *timers.emplace_back(std::make_unique<timer_type>(io, delay));
+                t.async_wait([](error_code) {});
+            }
+        },
+        3);
+    // Due at once.
+    same_count_as_steady_timer(
+        [](net::io_context& io, auto& timers) {
+            using timer_type = typename std::decay_t<decltype(timers)>::value_type::element_type;
+            auto& t = *timers.emplace_back(std::make_unique<timer_type>(io, -1s));
+            t.async_wait([](error_code) {});
+        },
+        1);
+    // Cancelled before run(): the aborted handler is the only one.
+    same_count_as_steady_timer(
+        [](net::io_context& io, auto& timers) {
+            using timer_type = typename std::decay_t<decltype(timers)>::value_type::element_type;
+            auto& t = *timers.emplace_back(std::make_unique<timer_type>(io, 1h));
+            t.async_wait([](error_code) {});
+            t.cancel();
+        },
+        1);
+    // Cancelled by a posted handler: that handler and the aborted one.
+    same_count_as_steady_timer(
+        [](net::io_context& io, auto& timers) {
+            using timer_type = typename std::decay_t<decltype(timers)>::value_type::element_type;
+            auto* t = timers.emplace_back(std::make_unique<timer_type>(io, 1h)).get();
+            t->async_wait([](error_code) {});
+            net::post(io, [t] { t->cancel(); });
+        },
+        2);
+}
+
+BOOST_AUTO_TEST_CASE(run_one_returns_after_the_users_handler) {
+    net::io_context io;
+    wheel_timer t(io, 5ms);
+    wait_result r;
+    t.async_wait(record(r));
+    watchdog dog(io);
+    BOOST_TEST(io.run_one() == 1u);
+    BOOST_TEST(r.calls == 1);
+    BOOST_TEST(!r.ec);
+    BOOST_TEST(!dog.fired());
+}
+
+BOOST_AUTO_TEST_CASE(waits_expiring_together_complete_earliest_expiry_first) {
+    const auto now = clock_type::now();
+    const std::array<clock_type::duration, 5> ago = {1ms, 5ms, 3ms, 4s, 2ms};
+    auto order_of = [&](auto timer_tag) {
+        using timer_type = typename decltype(timer_tag)::type;
+        net::io_context io;
+        std::vector<int> order;
+        std::vector<std::unique_ptr<timer_type>> timers;
+        for (int i = 0; i < static_cast<int>(ago.size()); ++i) {
+            auto& t = *timers.emplace_back(std::make_unique<timer_type>(io, now - ago[i]));
+            t.async_wait([&order, i](error_code ec) {
+                BOOST_TEST(!ec);
+                order.push_back(i);
+            });
+        }
+        run(io);
+        return order;
+    };
+    const std::vector<int> expected = {3, 1, 2, 4, 0};
+    const std::vector<int> steady = order_of(std::type_identity<net::steady_timer>());
+    BOOST_TEST(steady == expected, boost::test_tools::per_element());
+    const std::vector<int> wheel = order_of(std::type_identity<wheel_timer>());
+    BOOST_TEST(wheel == expected, boost::test_tools::per_element());
+}
+
+BOOST_AUTO_TEST_CASE(a_moved_from_timer_reads_the_default_expiry) {
+    net::io_context io;
+    wheel_timer a(io, 1h);
+    a.slack(10ms);
+    const auto expiry = a.expiry();
+    wheel_timer b(std::move(a));
+    BOOST_TEST((b.expiry() == expiry));
+    BOOST_TEST((a.expiry() == clock_type::time_point())); // NOLINT: reading a moved-from timer
+    BOOST_TEST((a.slack() == clock_type::duration::zero()));
+    net::steady_timer s(io, 1h);
+    net::steady_timer s2(std::move(s));
+    BOOST_TEST((s.expiry() == clock_type::time_point())); // what steady_timer does
+}
+
+BOOST_AUTO_TEST_CASE(blocking_wait_returns_at_the_expiry_never_before) {
+    net::io_context io;
+    wheel_timer t(io, 20ms);
+    t.wait();
+    BOOST_TEST((clock_type::now() >= t.expiry()));
+
+    t.expires_after(-1s);
+    error_code ec = net::error::operation_aborted;
+    t.wait(ec);
+    BOOST_TEST(!ec);
+
+    // A pending asynchronous wait is not disturbed by a blocking one.
+    t.expires_after(10ms);
+    wait_result r;
+    t.async_wait(record(r));
+    t.wait();
+    BOOST_TEST(r.calls == 0);
+    run(io);
+    BOOST_TEST(r.calls == 1);
+    BOOST_TEST(!r.ec);
 }

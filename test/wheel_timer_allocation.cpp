@@ -305,8 +305,10 @@ BOOST_AUTO_TEST_CASE(sizes_of_a_timer_and_of_a_pending_wait) {
     }
     io.run();
 
-    using wheel_plain_op = timewheel::detail::wait_op<plain_handler, net::any_io_executor>;
-    using wheel_bound_op = timewheel::detail::wait_op<bound_handler, net::any_io_executor>;
+    using wheel_plain_op = timewheel::detail::async_op<timewheel::detail::wait_op_base,
+                                                       plain_handler, net::any_io_executor>;
+    using wheel_bound_op = timewheel::detail::async_op<timewheel::detail::wait_op_base,
+                                                       bound_handler, net::any_io_executor>;
     using steady_plain_op = net::detail::wait_handler<plain_handler, net::any_io_executor>;
     using steady_bound_op = net::detail::wait_handler<bound_handler, net::any_io_executor>;
     BOOST_TEST(wheel_op == sizeof(wheel_bound_op)); // the op came from the handler's allocator

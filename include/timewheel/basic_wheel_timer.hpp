@@ -14,6 +14,7 @@
 #include <boost/asio/detail/handler_type_requirements.hpp>
 #include <boost/asio/detail/io_object_impl.hpp>
 #include <boost/asio/detail/non_const_lvalue.hpp>
+#include <boost/asio/detail/throw_error.hpp>
 #include <boost/asio/execution_context.hpp>
 #include <boost/system/error_code.hpp>
 
@@ -134,7 +135,8 @@ public:
     }
 
     /// Move-constructs a timer: its expiry, slack and pending waits move with it, and the
-    /// waits complete as they would have on @c other. @c other is left without waits.
+    /// waits complete as they would have on @c other. @c other is left as if newly
+    /// constructed: no waits, expiry() is time_point(), no slack.
     basic_wheel_timer(basic_wheel_timer&& other) noexcept = default;
 
     /// Move-assigns a timer: the waits pending on this timer complete with
@@ -245,6 +247,30 @@ public:
      */
     void slack(const duration& slack) {
         impl_.get_service().set_slack(impl_.get_implementation(), slack);
+    }
+
+    /// Performs a blocking wait on the timer.
+    /**
+     * Blocks the calling thread until expiry() has passed, as steady_timer::wait() does:
+     * the thread sleeps on steady_clock; neither the wheel nor the io_context is involved,
+     * and pending asynchronous waits are unaffected (nor does cancel() end this wait).
+     * Never call it from the thread that runs the timer's io_context: nothing else would
+     * run there meanwhile. In a program built on the wheel, prefer async_wait().
+     *
+     * @throws boost::system::system_error Thrown on failure (it does not fail on Linux).
+     */
+    void wait() {
+        boost::system::error_code ec;
+        impl_.get_service().wait(impl_.get_implementation(), ec);
+        boost::asio::detail::throw_error(ec, "wait");
+    }
+
+    /// Performs a blocking wait on the timer; see wait().
+    /**
+     * @param ec Set to indicate what error occurred, if any.
+     */
+    void wait(boost::system::error_code& ec) {
+        impl_.get_service().wait(impl_.get_implementation(), ec);
     }
 
     /// Starts an asynchronous wait on the timer.

@@ -14,6 +14,7 @@
 #include <boost/asio/execution.hpp>
 #include <boost/asio/execution_context.hpp>
 
+#include <stdexcept>
 #include <type_traits>
 #include <utility>
 
@@ -56,6 +57,10 @@ public:
     using time_point = clock_type::time_point;
 
     /// Constructs an unarmed timer on the wheel of @c context (an io_context).
+    /**
+     * @throws std::invalid_argument if @c callback is empty (a Callback that converts to
+     * bool and is false, such as an empty std::function or a null function pointer).
+     */
     template <typename ExecutionContext>
     callback_timer(
         ExecutionContext& context, Callback callback,
@@ -63,7 +68,15 @@ public:
             std::is_convertible_v<ExecutionContext&, boost::asio::execution_context&>>* = nullptr)
         : service_entry(&callback_timer::on_event)
         , service_(&boost::asio::use_service<wheel_service>(context))
-        , callback_(std::move(callback)) {}
+        , callback_(std::move(callback)) {
+        if constexpr (std::is_constructible_v<bool, const Callback&> &&
+                      !std::is_arithmetic_v<Callback>) {
+            if (!static_cast<bool>(callback_)) { // an empty std::function, a null pointer
+                throw std::invalid_argument(
+                    "timewheel::callback_timer: callback must not be empty");
+            }
+        }
+    }
 
     /// Constructs an unarmed timer on the wheel of @c ex's io_context.
     template <typename Executor>

@@ -515,18 +515,17 @@ private:
     void finish_flight(flight& f, const boost::system::error_code& ec, Value* value);
     static void complete_waiter(detail::take_op_base<Value>& op,
                                 const boost::system::error_code& ec, const Value* value,
-                                boost::asio::detail::scheduler& scheduler) noexcept;
+                                wheel_service& service) noexcept;
+    static void cancel_waiter(void* service, detail::async_op_base& op);
 
     executor_type ex_;
     wheel_service* service_;
-    boost::asio::detail::scheduler* scheduler_;
     duration ttl_;
     std::size_t limit_;
     double jitter_;
     std::string name_;
     std::size_t spare_limit_;
     std::uint64_t random_;
-    std::int64_t tick_ns_;
 
     node_allocator allocator_;
     index_type index_;

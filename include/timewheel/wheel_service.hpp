@@ -26,6 +26,7 @@
 #ifndef TIMEWHEEL_WHEEL_SERVICE_HPP
 #define TIMEWHEEL_WHEEL_SERVICE_HPP
 
+#include <timewheel/detail/async_op.hpp>
 #include <timewheel/detail/deadline.hpp>
 #include <timewheel/detail/service_entry.hpp>
 #include <timewheel/detail/thread_check.hpp>
@@ -39,6 +40,7 @@
 #include <boost/asio/detail/wait_op.hpp>
 #include <boost/asio/execution_context.hpp>
 #include <boost/asio/wait_traits.hpp>
+#include <boost/system/error_code.hpp>
 
 #include <chrono>
 #include <cstddef>
@@ -46,6 +48,24 @@
 #include <optional>
 
 namespace timewheel {
+
+/// What a debug build calls when a wheel_service is entered from one thread while another
+/// thread is inside it: a wheel, and every timer armed in it, belongs to one thread.
+/**
+ * @c what describes the misuse. The default handler prints it to stderr and aborts. The
+ * check is active when NDEBUG is not defined, or when TIMEWHEEL_THREAD_CHECKS is defined
+ * to 1 (0 turns it off); release builds pay nothing for it.
+ *
+ * A test harness, or a program that wants the report in its own log, replaces the handler
+ * with set_thread_misuse_handler(). A handler that returns lets the call go on: the wheel
+ * is then used from two threads at once, so return only to fail a test.
+ */
+using thread_misuse_handler = void (*)(const char* what);
+
+/// Replaces the thread-misuse handler (nullptr restores the default, which aborts) and
+/// returns the previous one. Call it at start-up, before any io_context runs: the handler
+/// is process-wide and setting it is not thread-safe.
+thread_misuse_handler set_thread_misuse_handler(thread_misuse_handler handler) noexcept;
 
 /// Settings of a wheel_service.
 struct wheel_service_options {
@@ -163,6 +183,35 @@ public:
     /// Disarms @c entry. False if it was not armed.
     bool cancel(detail::service_entry& entry) noexcept;
 
+    /// The time at which an armed entry comes due, as filed (rounded up to a tick).
+    time_point filed_expiry(const detail::service_entry& entry) const noexcept {
+        return to_time(entry.deadline());
+    }
+
+    /// The lateness accepted by an armed entry, as filed (a whole number of ticks).
+    duration filed_slack(const detail::service_entry& entry) const noexcept;
+
+    /// Whether an armed entry's filed deadline lies in the ticks of [@c earliest, @c latest].
+    bool filed_within(const detail::service_entry& entry, time_point earliest,
+                      time_point latest) const noexcept;
+
+    /// @}
+
+    /// @name Asynchronous operations of features
+    /// Operations made with detail::make_async_op() complete through these, as if posted to
+    /// the io_context: never inside the initiating function.
+    /// @{
+
+    /// Queues @c op for completion; it counts as outstanding work until it has run.
+    void post_immediate(detail::async_op_base& op) noexcept;
+
+    /// Records an operation that will be completed later with post_deferred(): the
+    /// io_context does not run out of work while it is pending.
+    void work_started() noexcept;
+
+    /// Queues @c op, counted by an earlier work_started(), for completion.
+    void post_deferred(detail::async_op_base& op) noexcept;
+
     /// @}
 
     /// @name The service interface of basic_wheel_timer
@@ -180,12 +229,13 @@ public:
     void set_slack(implementation_type& impl, duration slack);
     duration slack(const implementation_type& impl) const noexcept { return impl.slack; }
 
+    void wait(implementation_type& impl, boost::system::error_code& ec);
+
     template <typename Handler, typename IoExecutor>
     void async_wait(implementation_type& impl, Handler& handler, const IoExecutor& io_ex);
     /// @}
 
 private:
-    friend class detail::wait_cancellation;
     friend void detail::on_timer_event(wheel_service&, detail::service_entry&, detail::entry_event);
 
     enum class driver_state : std::uint8_t {
@@ -202,7 +252,7 @@ private:
     void shutdown() override;
 
     void add_wait(implementation_type& impl, detail::wait_op_base* op);
-    void cancel_wait(detail::wait_op_base& op);
+    static void cancel_wait(void* service, detail::async_op_base& op);
     std::size_t complete_waits(implementation_type& impl, std::size_t max,
                                const boost::system::error_code& ec) noexcept;
     void on_timer_event(implementation_type& impl, detail::entry_event event) noexcept;
@@ -215,6 +265,8 @@ private:
     public:
         explicit driver_op(wheel_service* service) noexcept;
         driver_op* next_free_ = nullptr;
+        // Waits cancelled (outside run()) when this wait was aborted: the abort runs them.
+        detail::op_queue<detail::wait_op_base> carried_;
 
     private:
         static void do_complete(void* owner, boost::asio::detail::scheduler_operation* base,
@@ -239,10 +291,16 @@ private:
     void update_driver(bool due_now = false);
     void post_continuation() noexcept;
     void start_driver(tick_type tick);
-    void stop_driver() noexcept;
-    void on_driver(const boost::system::error_code& ec);
+    driver_op* stop_driver() noexcept;
+    void on_driver(void* owner);
+    driver_op* cancel_entry(detail::service_entry& entry) noexcept;
+    void post_waits(detail::op_queue<detail::wait_op_base>& ops) noexcept;
+    void wake(void* owner);
     void run_due();
-    void finish_run();
+    void finish_run(bool unwinding);
+    detail::wait_op_base* take_ready(bool keep_first) noexcept;
+    void run_inline(void* owner, detail::wait_op_base* op);
+    bool inside_run() const noexcept;
     tick_type slack_ticks(duration slack) const noexcept;
 
     boost::asio::detail::scheduler& scheduler_;
@@ -250,6 +308,11 @@ private:
     boost::asio::detail::timer_queue<time_traits> timer_queue_;
     boost::asio::detail::timer_queue<time_traits>::per_timer_data timer_data_;
     driver_op* free_driver_ops_ = nullptr;
+    driver_op* pending_driver_ = nullptr;          // the op in timer_data_, while waiting
+    detail::op_queue<detail::wait_op_base> ready_; // waits expired by the run in progress
+    detail::wait_op_base* run_next_ = nullptr;     // runs inline once the run has finished
+    bool ready_sorted_ = true;
+    detail::wait_op_base* ready_last_ = nullptr;
     continuation_op continuation_;
     wheel_service_options options_;
     std::int64_t tick_ns_;

@@ -10,16 +10,10 @@
 #include <atomic>
 #include <thread>
 
+// The handler it reports to is public: see timewheel::set_thread_misuse_handler() in
+// wheel_service.hpp.
+
 namespace timewheel {
-
-/// Called when a wheel_service is entered from a thread while another thread is inside it.
-/// The default aborts with a message; tests may replace it. Active only when NDEBUG is not
-/// defined (or TIMEWHEEL_THREAD_CHECKS is defined to 1).
-using thread_misuse_handler = void (*)(const char* what);
-
-/// Replaces the misuse handler; returns the previous one. Not thread-safe itself.
-thread_misuse_handler set_thread_misuse_handler(thread_misuse_handler handler) noexcept;
-
 namespace detail {
 
 #if !defined(TIMEWHEEL_THREAD_CHECKS)

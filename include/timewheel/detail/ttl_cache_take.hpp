@@ -1,26 +1,19 @@
 //
 // timewheel/detail/ttl_cache_take.hpp
 //
-// The machinery of ttl_cache::async_take: a take operation per caller (allocated with its
-// handler's associated allocator, completed through the io_context's scheduler and
-// dispatched to the handler's associated executor, its memory released before the upcall),
-// a flight per key being fetched (the waiters of that key), and the completion handler that
-// the user's fetch function receives.
+// The machinery of ttl_cache::async_take: the state of a take operation (an async_op, see
+// detail/async_op.hpp, completed through the wheel_service), a flight per key being fetched
+// (the waiters of that key), and the completion handler that the user's fetch function
+// receives.
 //
 
 #ifndef TIMEWHEEL_DETAIL_TTL_CACHE_TAKE_HPP
 #define TIMEWHEEL_DETAIL_TTL_CACHE_TAKE_HPP
 
+#include <timewheel/detail/async_op.hpp>
 #include <timewheel/detail/ttl_cache_node.hpp>
 
 #include <boost/asio/any_io_executor.hpp>
-#include <boost/asio/cancellation_type.hpp>
-#include <boost/asio/detail/bind_handler.hpp>
-#include <boost/asio/detail/fenced_block.hpp>
-#include <boost/asio/detail/handler_alloc_helpers.hpp>
-#include <boost/asio/detail/handler_work.hpp>
-#include <boost/asio/detail/scheduler.hpp>
-#include <boost/asio/detail/scheduler_operation.hpp>
 #include <boost/asio/error.hpp>
 #include <boost/system/error_code.hpp>
 
@@ -35,20 +28,17 @@ namespace detail {
 namespace net = boost::asio;
 
 template <typename Value>
-class take_cancellation;
-
-template <typename Value>
-class take_op_base : public net::detail::scheduler_operation {
+class take_op_base : public async_op_base {
 public:
+    using value_type = Value; // completion signature void(error_code, Value)
+
     // Auto-unlink: a cancelled waiter leaves its flight without knowing which one it is.
     bi::list_member_hook<bi::link_mode<bi::auto_unlink>> waiter_hook_;
-    boost::system::error_code ec_;
     std::optional<Value> value_;
-    take_cancellation<Value>* cancellation_ = nullptr; // in the handler's slot, if any
 
 protected:
     explicit take_op_base(func_type complete) noexcept
-        : scheduler_operation(complete) {}
+        : async_op_base(complete) {}
 };
 
 template <typename Value>
@@ -57,66 +47,6 @@ using waiter_list = bi::list<
     bi::member_hook<take_op_base<Value>, bi::list_member_hook<bi::link_mode<bi::auto_unlink>>,
                     &take_op_base<Value>::waiter_hook_>,
     bi::constant_time_size<false>>;
-
-template <typename Value, typename Handler, typename IoExecutor>
-class take_op : public take_op_base<Value> {
-public:
-    BOOST_ASIO_DEFINE_HANDLER_PTR(take_op);
-
-    take_op(Handler& handler, const IoExecutor& io_ex)
-        : take_op_base<Value>(&take_op::do_complete)
-        , handler_(std::move(handler))
-        , work_(handler_, io_ex) {}
-
-    static void do_complete(void* owner, net::detail::scheduler_operation* base,
-                            const boost::system::error_code& /*ec*/, std::size_t /*bytes*/) {
-        take_op* op = static_cast<take_op*>(base);
-        ptr p = {std::addressof(op->handler_), op, op};
-        net::detail::handler_work<Handler, IoExecutor> work(std::move(op->work_));
-
-        // Move the handler and the value out so that the memory is released before the call.
-        net::detail::move_binder2<Handler, boost::system::error_code, Value> handler(
-            0, std::move(op->handler_), op->ec_, op->value_ ? std::move(*op->value_) : Value());
-        p.h = std::addressof(handler.handler_);
-        p.reset();
-
-        if (owner) { // null when the context is shutting down: destroy, don't invoke
-            net::detail::fenced_block block(net::detail::fenced_block::half);
-            work.complete(handler, handler.handler_);
-        }
-    }
-
-private:
-    Handler handler_;
-    net::detail::handler_work<Handler, IoExecutor> work_;
-};
-
-// Installed in a waiter's cancellation slot; inert (op_ null) once the waiter completed.
-template <typename Value>
-class take_cancellation {
-public:
-    take_cancellation(net::detail::scheduler* scheduler, take_op_base<Value>* op) noexcept
-        : scheduler_(scheduler)
-        , op_(op) {}
-
-    void operator()(net::cancellation_type_t type) {
-        if (op_ != nullptr &&
-            (type & (net::cancellation_type::terminal | net::cancellation_type::partial)) !=
-                net::cancellation_type::none) {
-            take_op_base<Value>* op = std::exchange(op_, nullptr); // go inert, never clear
-            op->waiter_hook_.unlink();
-            op->cancellation_ = nullptr;
-            op->ec_ = net::error::operation_aborted;
-            scheduler_->post_deferred_completion(op);
-        }
-    }
-
-    void detach() noexcept { op_ = nullptr; }
-
-private:
-    net::detail::scheduler* scheduler_;
-    take_op_base<Value>* op_;
-};
 
 // Where a flight reports a completion that happens inside the call to fetch, before the
 // initiating caller has become a waiter.

@@ -8,8 +8,6 @@
 #define TIMEWHEEL_IMPL_TTL_CACHE_HPP
 
 #include <boost/asio/associated_cancellation_slot.hpp>
-#include <boost/asio/detail/non_const_lvalue.hpp>
-#include <boost/asio/detail/scheduler.hpp>
 #include <boost/asio/error.hpp>
 
 #include <cmath>
@@ -58,8 +56,6 @@ TIMEWHEEL_TTL_CACHE::ttl_cache(const executor_type& ex, duration ttl, ttl_cache_
     : ex_(ex)
     , service_(&boost::asio::use_service<wheel_service>(
           boost::asio::query(ex, boost::asio::execution::context)))
-    , scheduler_(&boost::asio::use_service<boost::asio::detail::scheduler>(
-          boost::asio::query(ex, boost::asio::execution::context)))
     , ttl_(ttl)
     , limit_(options.limit)
     , jitter_(options.jitter)
@@ -93,7 +89,7 @@ TIMEWHEEL_TTL_CACHE::~ttl_cache() {
         while (!f->waiters_.empty()) {
             detail::take_op_base<Value>& op = f->waiters_.front();
             f->waiters_.pop_front();
-            complete_waiter(op, boost::asio::error::operation_aborted, nullptr, *scheduler_);
+            complete_waiter(op, boost::asio::error::operation_aborted, nullptr, *service_);
         }
     });
     clear();
@@ -188,7 +184,7 @@ std::optional<Value> TIMEWHEEL_TTL_CACHE::get_impl(const K& key) {
 TIMEWHEEL_TTL_CACHE_TEMPLATE
 auto TIMEWHEEL_TTL_CACHE::expiry(const Key& key) const -> std::optional<time_point> {
     if (const node* n = find(key)) {
-        return service_->to_time(n->deadline());
+        return service_->filed_expiry(*n);
     }
     return std::nullopt;
 }
@@ -253,16 +249,14 @@ void TIMEWHEEL_TTL_CACHE::arm(node& n, duration ttl, bool fresh) {
     const auto ns = [](duration d) {
         return std::chrono::duration_cast<std::chrono::nanoseconds>(d).count();
     };
-    const std::int64_t filed_slack_ns =
-        static_cast<std::int64_t>(n.slack()) * service_->options().tick.count();
+    const std::int64_t filed_slack_ns = ns(service_->filed_slack(n));
     if (jitter_ != 0.0) {
         // If its deadline already lies in the new band [now + ttl·(1 − jitter),
         // now + ttl·(1 + jitter)], it keeps it: no wheel work, and never a deadline moved
         // earlier (which would relink the entry in the wheel).
         const duration low = scaled(ttl, 1.0 - jitter_);
-        const tick_type deadline = n.deadline();
-        if (filed_slack_ns <= ns(slack_for(low)) && deadline >= service_->to_tick(now + low) &&
-            deadline <= service_->to_tick(now + scaled(ttl, 1.0 + jitter_))) {
+        if (filed_slack_ns <= ns(slack_for(low)) &&
+            service_->filed_within(n, now + low, now + scaled(ttl, 1.0 + jitter_))) {
             return;
         }
     }
@@ -428,8 +422,12 @@ TIMEWHEEL_TTL_CACHE_TEMPLATE
 template <typename Handler, typename Fetch>
 void TIMEWHEEL_TTL_CACHE::initiate_async_take::operator()(Handler&& handler, const Key& key,
                                                           Fetch&& fetch) const {
-    boost::asio::detail::non_const_lvalue<Handler> handler2(handler);
-    self_->start_take(handler2.value, key, fetch);
+    if constexpr (std::is_const_v<std::remove_reference_t<Handler>>) {
+        std::decay_t<Handler> copy(handler); // the op moves from it
+        self_->start_take(copy, key, fetch);
+    } else {
+        self_->start_take(handler, key, fetch);
+    }
 }
 
 TIMEWHEEL_TTL_CACHE_TEMPLATE
@@ -485,39 +483,39 @@ TIMEWHEEL_TTL_CACHE_TEMPLATE
 template <typename Handler>
 void TIMEWHEEL_TTL_CACHE::post_result(Handler& handler, const boost::system::error_code& ec,
                                       std::optional<Value>&& value) {
-    using op = detail::take_op<Value, Handler, executor_type>;
-    typename op::ptr p = {std::addressof(handler), op::ptr::allocate(handler), nullptr};
-    p.p = new (p.v) op(handler, ex_);
-    p.p->ec_ = ec;
-    p.p->value_ = std::move(value);
-    scheduler_->post_immediate_completion(p.p, false);
-    p.v = p.p = nullptr;
+    detail::take_op_base<Value>* op =
+        detail::make_async_op<detail::take_op_base<Value>>(handler, ex_);
+    op->ec_ = ec;
+    op->value_ = std::move(value);
+    service_->post_immediate(*op);
 }
 
 TIMEWHEEL_TTL_CACHE_TEMPLATE
 template <typename Handler>
 void TIMEWHEEL_TTL_CACHE::add_waiter(flight& f, Handler& handler) {
     auto cancel_slot = boost::asio::get_associated_cancellation_slot(handler);
-    using op = detail::take_op<Value, Handler, executor_type>;
-    typename op::ptr p = {std::addressof(handler), op::ptr::allocate(handler), nullptr};
-    p.p = new (p.v) op(handler, ex_);
-    if (cancel_slot.is_connected()) {
-        p.p->cancellation_ =
-            &cancel_slot.template emplace<detail::take_cancellation<Value>>(scheduler_, p.p);
-    }
-    scheduler_->work_started();
-    f.waiters_.push_back(*p.p);
-    p.v = p.p = nullptr;
+    detail::take_op_base<Value>* op =
+        detail::make_async_op<detail::take_op_base<Value>>(handler, ex_);
+    op->install_cancellation(cancel_slot, &ttl_cache::cancel_waiter, service_,
+                             boost::asio::cancellation_type::terminal |
+                                 boost::asio::cancellation_type::partial);
+    service_->work_started();
+    f.waiters_.push_back(*op);
+}
+
+TIMEWHEEL_TTL_CACHE_TEMPLATE
+void TIMEWHEEL_TTL_CACHE::cancel_waiter(void* service, detail::async_op_base& base) {
+    auto& op = static_cast<detail::take_op_base<Value>&>(base);
+    op.waiter_hook_.unlink();
+    op.ec_ = boost::asio::error::operation_aborted;
+    static_cast<wheel_service*>(service)->post_deferred(op);
 }
 
 TIMEWHEEL_TTL_CACHE_TEMPLATE
 void TIMEWHEEL_TTL_CACHE::complete_waiter(detail::take_op_base<Value>& op,
                                           const boost::system::error_code& ec, const Value* value,
-                                          boost::asio::detail::scheduler& scheduler) noexcept {
-    if (op.cancellation_ != nullptr) {
-        op.cancellation_->detach();
-        op.cancellation_ = nullptr;
-    }
+                                          wheel_service& service) noexcept {
+    op.detach_cancellation();
     op.ec_ = ec;
     if constexpr (std::is_copy_constructible_v<Value>) { // else only null (a move-only
         if (value != nullptr) {                          // Value cannot be taken)
@@ -528,7 +526,7 @@ void TIMEWHEEL_TTL_CACHE::complete_waiter(detail::take_op_base<Value>& op,
             }
         }
     }
-    scheduler.post_deferred_completion(&op);
+    service.post_deferred(op);
 }
 
 TIMEWHEEL_TTL_CACHE_TEMPLATE
@@ -552,7 +550,7 @@ void TIMEWHEEL_TTL_CACHE::finish_flight(flight& f, const boost::system::error_co
     while (!f.waiters_.empty()) {
         detail::take_op_base<Value>& op = f.waiters_.front();
         f.waiters_.pop_front();
-        complete_waiter(op, ec, value, *scheduler_);
+        complete_waiter(op, ec, value, *service_);
     }
     if (value != nullptr) {
         set_impl(std::move(f.key_), std::move(*value), ttl_);

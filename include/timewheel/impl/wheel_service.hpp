@@ -10,9 +10,6 @@
 #include <boost/asio/associated_cancellation_slot.hpp>
 #include <boost/asio/cancellation_type.hpp>
 
-#include <memory>
-#include <new>
-
 namespace timewheel {
 
 inline tick_type wheel_service::to_tick(time_point t) const noexcept {
@@ -69,42 +66,47 @@ inline bool wheel_service::cancel(detail::service_entry& entry) noexcept {
     return true;
 }
 
+inline wheel_service::duration
+wheel_service::filed_slack(const detail::service_entry& entry) const noexcept {
+    return std::chrono::duration_cast<duration>(
+        std::chrono::nanoseconds(static_cast<std::int64_t>(entry.slack()) * tick_ns_));
+}
+
+inline bool wheel_service::filed_within(const detail::service_entry& entry, time_point earliest,
+                                        time_point latest) const noexcept {
+    const tick_type deadline = entry.deadline();
+    return deadline >= to_tick(earliest) && deadline <= to_tick(latest);
+}
+
+inline void wheel_service::post_immediate(detail::async_op_base& op) noexcept {
+    scheduler_.post_immediate_completion(&op, false);
+}
+
+inline void wheel_service::work_started() noexcept {
+    scheduler_.work_started();
+}
+
+inline void wheel_service::post_deferred(detail::async_op_base& op) noexcept {
+    scheduler_.post_deferred_completion(&op);
+}
+
 template <typename Handler, typename IoExecutor>
 void wheel_service::async_wait(implementation_type& impl, Handler& handler,
                                const IoExecutor& io_ex) {
-    auto slot = boost::asio::get_associated_cancellation_slot(handler);
-
-    using op = detail::wait_op<Handler, IoExecutor>;
-    typename op::ptr p = {std::addressof(handler), op::ptr::allocate(handler), nullptr};
-    p.p = new (p.v) op(handler, io_ex);
-
-    if (slot.is_connected()) {
-        p.p->cancellation_ = &slot.template emplace<detail::wait_cancellation>(this, p.p);
-    }
+    namespace net = boost::asio;
+    auto slot = net::get_associated_cancellation_slot(handler);
+    detail::wait_op_base* op = detail::make_async_op<detail::wait_op_base>(handler, io_ex);
+    op->install_cancellation(slot, &wheel_service::cancel_wait, this,
+                             net::cancellation_type::terminal | net::cancellation_type::partial |
+                                 net::cancellation_type::total);
     try {
-        add_wait(impl, p.p);
+        add_wait(impl, op);
     } catch (...) {
-        if (p.p->cancellation_ != nullptr) {
-            slot.clear(); // its handler must not outlive the op freed below
-        }
+        op->destroy_unqueued(); // its slot handler stays behind, inert
         throw;
     }
-    p.v = p.p = nullptr;
 }
 
-namespace detail {
-
-inline void wait_cancellation::operator()(net::cancellation_type_t type) {
-    if (op_ != nullptr &&
-        (type & (net::cancellation_type::terminal | net::cancellation_type::partial |
-                 net::cancellation_type::total)) != net::cancellation_type::none) {
-        wait_op_base* op = op_;
-        op_ = nullptr; // never clear the slot from inside its own handler: go inert instead
-        service_->cancel_wait(*op);
-    }
-}
-
-} // namespace detail
 } // namespace timewheel
 
 #endif // TIMEWHEEL_IMPL_WHEEL_SERVICE_HPP

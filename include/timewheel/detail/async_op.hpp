@@ -1,0 +1,210 @@
+//
+// timewheel/detail/async_op.hpp
+//
+// The one home of the Asio operation plumbing that timewheel's asynchronous operations
+// share (wheel_timer::async_wait, ttl_cache::async_take, and any feature written on the
+// service). An operation is built the way Asio builds its own:
+//
+// * allocated with the handler's associated allocator (Asio's recycling allocator when
+//   that is the default std::allocator);
+// * holding work on the I/O executor and on the handler's executor until it completes;
+// * completed through the io_context's scheduler, its handler and result moved out and its
+//   memory released before the upcall, which goes through the handler's associated
+//   executor; destroyed without an upcall when the context shuts down;
+// * cancellable through its handler's associated cancellation slot, by a handler that
+//   unlinks itself from the operation whichever of the two goes first.
+//
+// Besides wheel_service, this is the only header that names boost::asio::detail. A
+// feature derives its operation state from async_op_base (with a `value_type`: void, or
+// the type of the second completion argument), creates operations with make_async_op(),
+// and completes them through wheel_service::post_immediate() / post_deferred().
+//
+
+#ifndef TIMEWHEEL_DETAIL_ASYNC_OP_HPP
+#define TIMEWHEEL_DETAIL_ASYNC_OP_HPP
+
+#include <boost/asio/associated_cancellation_slot.hpp>
+#include <boost/asio/cancellation_type.hpp>
+#include <boost/asio/detail/bind_handler.hpp>
+#include <boost/asio/detail/fenced_block.hpp>
+#include <boost/asio/detail/handler_alloc_helpers.hpp>
+#include <boost/asio/detail/handler_work.hpp>
+#include <boost/asio/detail/op_queue.hpp>
+#include <boost/asio/detail/scheduler_operation.hpp>
+#include <boost/system/error_code.hpp>
+
+#include <memory>
+#include <optional>
+#include <type_traits>
+#include <utility>
+
+namespace timewheel {
+namespace detail {
+
+namespace net = boost::asio;
+
+class async_op_base;
+
+// Installed in an operation's cancellation slot. The operation and this handler point at
+// each other and each unlinks the other when it goes first: the operation completing
+// detaches the handler (which stays in the slot, inert: a slot is never cleared from
+// inside its own handler), and the handler being destroyed (its signal destroyed, the slot
+// cleared or reused) detaches the operation. So neither is left with a dangling pointer,
+// whatever the order.
+class op_cancellation {
+public:
+    /// What to do with an operation whose cancellation was requested; it is already
+    /// detached from this handler when called.
+    using cancel_function = void (*)(void* owner, async_op_base& op);
+
+    op_cancellation(cancel_function cancel, void* owner, async_op_base* op,
+                    net::cancellation_type_t accepted) noexcept
+        : cancel_(cancel)
+        , owner_(owner)
+        , op_(op)
+        , accepted_(accepted) {}
+
+    ~op_cancellation();
+
+    op_cancellation(const op_cancellation&) = delete;
+    op_cancellation& operator=(const op_cancellation&) = delete;
+
+    void operator()(net::cancellation_type_t type);
+
+private:
+    friend class async_op_base;
+
+    cancel_function cancel_;
+    void* owner_;
+    async_op_base* op_;
+    net::cancellation_type_t accepted_;
+};
+
+// The type-erased part of an operation: what its owner queues and completes.
+class async_op_base : public net::detail::scheduler_operation {
+public:
+    /// The first completion argument.
+    boost::system::error_code ec_;
+
+    /// Installs a cancellation handler in @c slot if it is connected; an emitted signal
+    /// whose type intersects @c accepted calls @c cancel(owner, *this).
+    template <typename Slot>
+    void install_cancellation(Slot& slot, op_cancellation::cancel_function cancel, void* owner,
+                              net::cancellation_type_t accepted) {
+        if (slot.is_connected()) {
+            cancellation_ = &slot.template emplace<op_cancellation>(cancel, owner, this, accepted);
+        }
+    }
+
+    /// Unlinks the cancellation handler, if any: call it when the operation completes.
+    void detach_cancellation() noexcept {
+        if (cancellation_ != nullptr) {
+            cancellation_->op_ = nullptr;
+            cancellation_ = nullptr;
+        }
+    }
+
+    /// Whether a cancellation handler is linked to the operation.
+    bool has_cancellation() const noexcept { return cancellation_ != nullptr; }
+
+    /// Destroys the operation without invoking its handler (the owner never queued it).
+    void destroy_unqueued() noexcept {
+        detach_cancellation();
+        destroy();
+    }
+
+protected:
+    explicit async_op_base(func_type complete) noexcept
+        : scheduler_operation(complete) {}
+
+private:
+    friend class op_cancellation;
+    op_cancellation* cancellation_ = nullptr;
+};
+
+inline op_cancellation::~op_cancellation() {
+    if (op_ != nullptr) {
+        op_->cancellation_ = nullptr;
+    }
+}
+
+inline void op_cancellation::operator()(net::cancellation_type_t type) {
+    if (op_ != nullptr && (type & accepted_) != net::cancellation_type::none) {
+        async_op_base* op = std::exchange(op_, nullptr); // go inert; never clear the slot
+        op->cancellation_ = nullptr;
+        cancel_(owner_, *op);
+    }
+}
+
+// An intrusive FIFO of operations (no allocation): what an owner keeps its pending ones in.
+template <typename Op>
+using op_queue = net::detail::op_queue<Op>;
+
+// The operation for one handler. Base derives from async_op_base and names its
+// `value_type`: void for a completion signature void(error_code), or V for
+// void(error_code, V), in which case Base has a `std::optional<V> value_` (a
+// default-constructed V is passed when it is empty).
+template <typename Base, typename Handler, typename IoExecutor>
+class async_op : public Base {
+public:
+    BOOST_ASIO_DEFINE_HANDLER_PTR(async_op);
+
+    async_op(Handler& handler, const IoExecutor& io_ex)
+        : Base(&async_op::do_complete)
+        , handler_(std::move(handler))
+        , work_(handler_, io_ex) {}
+
+    static void do_complete(void* owner, net::detail::scheduler_operation* base,
+                            const boost::system::error_code& /*ec*/, std::size_t /*bytes*/) {
+        async_op* op = static_cast<async_op*>(base);
+        ptr p = {std::addressof(op->handler_), op, op};
+        net::detail::handler_work<Handler, IoExecutor> work(std::move(op->work_));
+
+        // Move the handler and the result out so that the memory is released before the
+        // upcall.
+        using value_type = typename Base::value_type;
+        if constexpr (std::is_void_v<value_type>) {
+            net::detail::binder1<Handler, boost::system::error_code> handler(op->handler_, op->ec_);
+            p.h = std::addressof(handler.handler_);
+            p.reset();
+            upcall(owner, work, handler);
+        } else {
+            net::detail::move_binder2<Handler, boost::system::error_code, value_type> handler(
+                0, std::move(op->handler_), op->ec_,
+                op->value_ ? std::move(*op->value_) : value_type());
+            p.h = std::addressof(handler.handler_);
+            p.reset();
+            upcall(owner, work, handler);
+        }
+    }
+
+private:
+    template <typename Bound>
+    static void upcall(void* owner, net::detail::handler_work<Handler, IoExecutor>& work,
+                       Bound& handler) {
+        if (owner != nullptr) { // null when the context is shutting down: destroy only
+            net::detail::fenced_block block(net::detail::fenced_block::half);
+            work.complete(handler, handler.handler_);
+        }
+    }
+
+    Handler handler_;
+    net::detail::handler_work<Handler, IoExecutor> work_;
+};
+
+// Allocates and constructs the operation for @c handler (moved from) with the handler's
+// associated allocator. Throws (leaving nothing allocated) only if that does.
+template <typename Base, typename Handler, typename IoExecutor>
+Base* make_async_op(Handler& handler, const IoExecutor& io_ex) {
+    using op = async_op<Base, Handler, IoExecutor>;
+    typename op::ptr p = {std::addressof(handler), op::ptr::allocate(handler), nullptr};
+    p.p = new (p.v) op(handler, io_ex);
+    Base* result = p.p;
+    p.v = p.p = nullptr;
+    return result;
+}
+
+} // namespace detail
+} // namespace timewheel
+
+#endif // TIMEWHEEL_DETAIL_ASYNC_OP_HPP
