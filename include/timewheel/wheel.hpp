@@ -127,7 +127,7 @@ public:
 
     /// The lateness, in ticks, that the entry accepts (0: exact), as given to arm() but
     /// saturated at 2^32 - 1 (larger slacks round no further: see wheel).
-    tick_type slack() const noexcept { return slack_; }
+    tick_type slack() const noexcept { return static_cast<std::uint32_t>(meta_); }
 
 private:
     friend class wheel;
@@ -145,10 +145,20 @@ private:
     // The first member: the wheel recovers the entry from its node (standard layout).
     detail::wheel_link link_;
     tick_type deadline_ = 0;
-    std::uint32_t slack_ = 0;      // as requested, saturated at 32 bits
-    std::uint16_t slot_ = 0;       // level * 256 + index, or run_queue_slot
-    std::uint8_t slack_level_ = 0; // the fire tick is a multiple of 256^slack_level_
-    std::uint8_t reserved_ = 0;
+    // One word, written by one store when the entry is filed (each store an arm makes to
+    // the cold entry holds a store-buffer entry until its line arrives):
+    //   bits 0-31  the slack as requested, saturated at 32 bits
+    //   bits 32-47 the slot: level * 256 + index, or wheel::run_queue_slot
+    //   bits 48-55 the slack level: the fire tick is a multiple of 256^level
+    std::uint64_t meta_ = 0;
+
+    static constexpr unsigned slot_shift = 32;
+    static constexpr unsigned slack_level_shift = 48;
+    static constexpr std::uint64_t slot_mask = std::uint64_t{0xffff} << slot_shift;
+    unsigned slot() const noexcept { return static_cast<std::uint16_t>(meta_ >> slot_shift); }
+    unsigned slack_level() const noexcept {
+        return static_cast<std::uint8_t>(meta_ >> slack_level_shift);
+    }
 };
 
 /// Options of a wheel.
@@ -293,7 +303,7 @@ private:
     static void link_back(link& head, link& node) noexcept;
     link& list_of(unsigned level, unsigned index, tick_type fire) noexcept;
     bool slot_empty(unsigned level, unsigned index) const noexcept;
-    void file(wheel_entry& entry) noexcept;
+    void file(wheel_entry& entry, std::uint64_t meta) noexcept;
     void cascade(unsigned level, unsigned index) noexcept;
     tick_type slot_start(unsigned level, unsigned index) const noexcept;
     std::optional<slot_ref> next_slot() const noexcept;

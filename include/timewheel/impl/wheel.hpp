@@ -25,9 +25,7 @@ inline constexpr tick_type granularity(unsigned level) noexcept {
 
 inline wheel_entry::wheel_entry(wheel_entry&& other) noexcept
     : deadline_(other.deadline_)
-    , slack_(other.slack_)
-    , slot_(other.slot_)
-    , slack_level_(other.slack_level_) {
+    , meta_(other.meta_) {
     if (other.armed()) {
         link_ = other.link_;
         link_.prev_->next_ = &link_;
@@ -42,9 +40,7 @@ inline wheel_entry& wheel_entry::operator=(wheel_entry&& other) noexcept {
             unlink();
         }
         deadline_ = other.deadline_;
-        slack_ = other.slack_;
-        slot_ = other.slot_;
-        slack_level_ = other.slack_level_;
+        meta_ = other.meta_;
         if (other.armed()) {
             link_ = other.link_;
             link_.prev_->next_ = &link_;
@@ -56,7 +52,7 @@ inline wheel_entry& wheel_entry::operator=(wheel_entry&& other) noexcept {
 }
 
 inline tick_type wheel_entry::fire_tick() const noexcept {
-    const tick_type mask = detail::granularity(slack_level_) - 1;
+    const tick_type mask = detail::granularity(slack_level()) - 1;
     const tick_type up = deadline_ + mask;
     // Past the largest tick there is nothing to round up to: fire exactly.
     return up < deadline_ ? deadline_ : up & ~mask;
@@ -84,13 +80,19 @@ inline wheel::link& wheel::list_of(unsigned level, unsigned index, tick_type fir
     return upper_[level - 1][index][list];
 }
 
-inline void wheel::file(wheel_entry& entry) noexcept {
+// Files the entry by its deadline and `meta` (its slack and slack level; no slot), storing
+// meta with the slot.
+inline void wheel::file(wheel_entry& entry, std::uint64_t meta) noexcept {
     if (entry.deadline_ <= now_) { // due now, even if its slack would round it up
         link_back(run_queue_, entry.link_);
-        entry.slot_ = run_queue_slot;
+        entry.meta_ = meta | std::uint64_t{run_queue_slot} << wheel_entry::slot_shift;
         return;
     }
-    const tick_type fire = entry.fire_tick();
+    const unsigned slack_level = static_cast<std::uint8_t>(meta >> wheel_entry::slack_level_shift);
+    const tick_type mask = detail::granularity(slack_level) - 1;
+    const tick_type up = entry.deadline_ + mask;
+    // Past the largest tick there is nothing to round up to: fire exactly.
+    const tick_type fire = up < entry.deadline_ ? entry.deadline_ : up & ~mask;
     // The level is the highest byte in which the fire tick differs from now.
     const unsigned significant =
         63 - static_cast<unsigned>(std::countl_zero((now_ ^ fire) | (slots - 1)));
@@ -98,15 +100,24 @@ inline void wheel::file(wheel_entry& entry) noexcept {
     const unsigned shift = slot_bits * level;
     const unsigned index = static_cast<unsigned>(fire >> shift) % slots;
     link_back(list_of(level, index, fire), entry.link_);
-    occupied_[level][index / 64] |= std::uint64_t{1} << (index % 64);
-    entry.slot_ = static_cast<std::uint16_t>(level * slots + index);
+    // The stores below are conditional: an arm into a busy wheel finds the bit set and the
+    // horizon lower, and each store it skips frees a store-buffer entry, which is what
+    // bounds how many arms' cache misses overlap.
+    std::uint64_t& word = occupied_[level][index / 64];
+    const std::uint64_t bit = std::uint64_t{1} << (index % 64);
+    if ((word & bit) == 0) {
+        word |= bit;
+    }
+    entry.meta_ = meta | std::uint64_t{level * slots + index} << wheel_entry::slot_shift;
     // The slot of the fire tick comes due at the fire tick with the level's digits cleared.
     // A top-level slot holds entries of any rotation: it comes due at the earliest.
     const tick_type start = (fire >> shift) << shift;
-    if (level == levels_ - 1) {
-        top_start_[index] = std::min(top_start_[index], start);
+    if (level == levels_ - 1 && start < top_start_[index]) {
+        top_start_[index] = start;
     }
-    horizon_ = std::min(horizon_, start);
+    if (start < horizon_) {
+        horizon_ = start;
+    }
 }
 
 inline tick_type wheel::slot_start(unsigned level, unsigned index) const noexcept {
@@ -124,18 +135,16 @@ inline void wheel::arm(wheel_entry& entry, tick_type deadline, tick_type slack) 
         entry.unlink();
     }
     entry.deadline_ = deadline;
-    if (slack == 0) {
-        entry.slack_ = 0;
-        entry.slack_level_ = 0;
-    } else {
-        entry.slack_ = static_cast<std::uint32_t>(
-            std::min<tick_type>(slack, std::numeric_limits<std::uint32_t>::max()));
+    std::uint64_t meta = 0;
+    if (slack != 0) {
+        meta = std::min<tick_type>(slack, std::numeric_limits<std::uint32_t>::max());
         // The coarsest granularity 256^k with 256^k - 1 <= slack.
         const tick_type accepted = slack == no_tick ? slack : slack + 1;
         const unsigned bits = 63 - static_cast<unsigned>(std::countl_zero(accepted));
-        entry.slack_level_ = static_cast<std::uint8_t>(std::min(bits / slot_bits, levels_ - 1));
+        meta |= std::uint64_t{std::min(bits / slot_bits, levels_ - 1)}
+                << wheel_entry::slack_level_shift;
     }
-    file(entry);
+    file(entry, meta);
 }
 
 inline bool wheel::move(wheel_entry& entry, tick_type deadline) noexcept {
@@ -149,13 +158,13 @@ inline bool wheel::move(wheel_entry& entry, tick_type deadline) noexcept {
         return true;
     }
     entry.deadline_ = deadline;
-    if (entry.slot_ == run_queue_slot) {
+    const unsigned slot = entry.slot();
+    if (slot == run_queue_slot) {
         return true; // the run queue re-files entries that are not yet due
     }
-    const unsigned level = entry.slot_ / slots;
-    if (deadline <= now_ || slot_start(level, entry.slot_ % slots) > entry.fire_tick()) {
+    if (deadline <= now_ || slot_start(slot / slots, slot % slots) > entry.fire_tick()) {
         entry.unlink();
-        file(entry);
+        file(entry, entry.meta_ & ~wheel_entry::slot_mask);
     }
     return true;
 }
@@ -196,7 +205,7 @@ std::size_t wheel::advance(tick_type now, std::size_t budget, Handler&& handler)
             wheel_entry& entry = entry_of(run_queue_.next_);
             entry.unlink();
             if (entry.deadline_ > now_) {
-                file(entry); // moved later
+                file(entry, entry.meta_ & ~wheel_entry::slot_mask); // moved later
                 continue;
             }
             ++fired;
@@ -247,7 +256,8 @@ inline void wheel::cascade(unsigned level, unsigned index) noexcept {
                 link* const node = at[i];
                 at[i] = node->next_;
                 __builtin_prefetch(at[i]);
-                file(entry_of(node));
+                wheel_entry& entry = entry_of(node);
+                file(entry, entry.meta_ & ~wheel_entry::slot_mask);
                 ++walking;
             }
         }
