@@ -6,6 +6,7 @@
 
 #include <timewheel/wheel.hpp>
 
+#include <algorithm>
 #include <stdexcept>
 #include <string>
 
@@ -13,7 +14,8 @@ namespace timewheel {
 
 wheel::wheel(tick_type start, wheel_options options)
     : now_(start)
-    , levels_(options.levels) {
+    , levels_given_(options.levels)
+    , levels_(std::min(options.levels, used_levels)) {
     if (options.levels == 0 || options.levels > max_levels) {
         throw std::invalid_argument("timewheel::wheel: levels must be in [1, " +
                                     std::to_string(max_levels) + "], got " +

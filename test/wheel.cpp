@@ -114,19 +114,19 @@ BOOST_AUTO_TEST_CASE(default_wheel) {
     BOOST_TEST(started.empty());
 }
 
-BOOST_AUTO_TEST_CASE(levels_must_be_in_1_to_8) {
-    BOOST_TEST(tw::wheel::max_levels == 8u);
-    for (const unsigned levels : {0u, 9u, 11u, 64u, std::numeric_limits<unsigned>::max()}) {
+BOOST_AUTO_TEST_CASE(levels_must_be_in_1_to_10) {
+    BOOST_TEST(tw::wheel::max_levels == 10u);
+    for (const unsigned levels : {0u, 11u, 64u, std::numeric_limits<unsigned>::max()}) {
         BOOST_TEST_CONTEXT("levels " << levels) {
             BOOST_CHECK_EXCEPTION([&] { tw::wheel w(0, with_levels(levels)); }(),
                                   std::invalid_argument, names("levels"));
         }
     }
-    for (unsigned levels = 1; levels <= 8; ++levels) {
+    for (unsigned levels = 1; levels <= 10; ++levels) { // 9 and 10 work as 8
         BOOST_TEST_CONTEXT("levels " << levels) {
             tw::wheel w(7, with_levels(levels));
             BOOST_TEST(w.levels() == levels);
-            BOOST_TEST(w.range() == (levels == 8 ? max_tick : pow256(levels)));
+            BOOST_TEST(w.range() == (levels >= 8 ? max_tick : pow256(levels)));
             BOOST_TEST(w.now() == 7u);
         }
     }
@@ -442,7 +442,7 @@ BOOST_AUTO_TEST_CASE(deadlines_at_the_top_of_the_tick_range_never_fire_early) {
                                                max_tick - 256,       max_tick - 255,
                                                max_tick - 1,         max_tick};
     std::vector<scenario> scenarios;
-    for (const unsigned levels : {1u, 2u, 3u, 6u, 8u}) {
+    for (const unsigned levels : {1u, 2u, 3u, 6u, 8u, 10u}) {
         scenarios.push_back({levels, two62 - 1000, around_2_62});
         scenarios.push_back({levels, max_tick - (1 << 21), at_the_top}); // up to 2^13 ranges
         scenarios.push_back({levels, max_tick - 300, {max_tick - 256, max_tick - 1, max_tick}});

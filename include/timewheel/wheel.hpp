@@ -192,8 +192,10 @@ struct wheel_options {
  */
 class wheel {
 public:
-    /// The most levels a wheel can have (256^8 = 2^64 ticks: the whole tick range).
-    static constexpr unsigned max_levels = 8;
+    /// The most levels a wheel accepts. Eight levels of 256 slots already cover the whole
+    /// tick range (256^8 = 2^64); 9 and 10 are accepted for the sake of code written for
+    /// the former 64-slot levels, work as 8, and levels() reports the number given.
+    static constexpr unsigned max_levels = 10;
 
     /// Constructs an empty wheel whose time is @c start.
     /**
@@ -212,13 +214,13 @@ public:
     tick_type now() const noexcept { return now_; }
 
     /// Number of levels.
-    unsigned levels() const noexcept { return levels_; }
+    unsigned levels() const noexcept { return levels_given_; }
 
     /// Number of ticks the wheel files without re-filing: 256^levels, or with 8 levels the
     /// largest tick_type (the whole range, 2^64 - 1).
     tick_type range() const noexcept {
-        return levels_ >= 8 ? std::numeric_limits<tick_type>::max()
-                            : tick_type{1} << (slot_bits * levels_);
+        return levels_ >= used_levels ? std::numeric_limits<tick_type>::max()
+                                      : tick_type{1} << (slot_bits * levels_);
     }
 
     /// Arms @c entry to fire at @c deadline, accepting up to @c slack ticks of lateness.
@@ -290,6 +292,7 @@ private:
     static constexpr unsigned slots = 1u << slot_bits;
     static constexpr unsigned words = slots / 64; // of an occupancy bitmap
     static constexpr unsigned lists = 4;          // per slot above level 0
+    static constexpr unsigned used_levels = 8;    // 256^8: the whole tick range
     static constexpr std::uint16_t run_queue_slot = 0xffff;
     static constexpr tick_type no_tick = std::numeric_limits<tick_type>::max();
 
@@ -314,18 +317,19 @@ private:
     // occupied). advance() to a tick below it has nothing to do unless the run queue holds
     // entries.
     tick_type horizon_ = no_tick;
-    unsigned levels_;
+    unsigned levels_given_;
+    unsigned levels_; // in use: at most used_levels
     bool advancing_ = false;
     link run_queue_; // due entries, in firing order
     // Bits may be stale (set over an empty slot) after an armed entry was cancelled or
     // destroyed; next_slot() clears them when it meets them.
-    mutable std::array<std::array<std::uint64_t, words>, max_levels> occupied_{};
+    mutable std::array<std::array<std::uint64_t, words>, used_levels> occupied_{};
     // Per top-level slot, the earliest start (fire tick with the lower digits cleared) of
     // the entries filed there, whatever their rotation: the slot comes due then, so that
     // a deadline many ranges away costs one visit, not one per rotation.
     mutable std::array<tick_type, slots> top_start_;
     std::array<link, slots> level0_;
-    std::array<std::array<std::array<link, lists>, slots>, max_levels - 1> upper_;
+    std::array<std::array<std::array<link, lists>, slots>, used_levels - 1> upper_;
 };
 
 } // namespace timewheel
