@@ -6,6 +6,7 @@
 
 #include <timewheel/wheel.hpp>
 
+#include <algorithm>
 #include <stdexcept>
 #include <string>
 
@@ -13,46 +14,96 @@ namespace timewheel {
 
 wheel::wheel(tick_type start, wheel_options options)
     : now_(start)
-    , levels_(options.levels) {
+    , levels_given_(options.levels)
+    , levels_(std::min(options.levels, used_levels)) {
     if (options.levels == 0 || options.levels > max_levels) {
         throw std::invalid_argument("timewheel::wheel: levels must be in [1, " +
                                     std::to_string(max_levels) + "], got " +
                                     std::to_string(options.levels));
     }
+    run_queue_.next_ = run_queue_.prev_ = &run_queue_;
+    top_start_.fill(no_tick);
+    for (link& head : level0_) {
+        head.next_ = head.prev_ = &head;
+    }
+    for (unsigned level = 1; level < levels_; ++level) {
+        for (auto& slot : upper_[level - 1]) {
+            for (link& head : slot) {
+                head.next_ = head.prev_ = &head;
+            }
+        }
+    }
 }
 
-// The lists' destructors unlink (auto-unlink hooks) whatever is still armed.
-wheel::~wheel() = default;
+// Disarms what is still armed: the entries outlive their lists' heads.
+wheel::~wheel() {
+    drain([](wheel_entry&) {});
+}
 
-void wheel::check_budget(std::size_t budget) {
-    if (budget == 0) {
-        throw std::invalid_argument("timewheel::wheel::advance: budget must be at least 1");
+void wheel::throw_bad_budget() {
+    throw std::invalid_argument("timewheel::wheel::advance: budget must be at least 1");
+}
+
+bool wheel::slot_empty(unsigned level, unsigned index) const noexcept {
+    if (level == 0) {
+        return level0_[index].next_ == &level0_[index];
     }
+    for (const link& head : upper_[level - 1][index]) {
+        if (head.next_ != &head) {
+            return false;
+        }
+    }
+    return true;
 }
 
 std::optional<wheel::slot_ref> wheel::next_slot() const noexcept {
     // Every occupied slot of a level starts before every occupied slot of the levels above:
-    // a level-L entry lies in now's current 64^(L+1) block, a level-(L+1) entry beyond it.
-    for (unsigned level = 0; level < levels_; ++level) {
-        // The top level's slot of now holds the next rotation only: search it last.
-        const unsigned first =
-            (static_cast<unsigned>(now_ >> (6 * level)) + (level == levels_ - 1 ? 1 : 0)) & 63;
-        while (occupied_[level] != 0) {
-            const unsigned offset =
-                static_cast<unsigned>(std::countr_zero(std::rotr(occupied_[level], first)));
-            const unsigned index = (first + offset) & 63;
-            if (slots_[level][index].empty()) {
-                occupied_[level] &= ~(std::uint64_t{1} << index); // an entry died armed here
+    // a level-L entry lies in now's current 256^(L+1) block, a level-(L+1) entry beyond it.
+    // Below the top level the first occupied slot from now's, in index order, is the
+    // earliest; the top level's slots may hold any rotation, so the earliest start wins.
+    const unsigned top = levels_ - 1;
+    for (unsigned level = 0; level < top; ++level) {
+        std::array<std::uint64_t, words>& bits = occupied_[level];
+        const unsigned first = static_cast<unsigned>(now_ >> (slot_bits * level)) % slots;
+        for (;;) {
+            // The first set bit at or after `first` (none can be before it).
+            unsigned index = slots;
+            for (unsigned word = first / 64; word < words; ++word) {
+                const std::uint64_t mask =
+                    word == first / 64 ? ~std::uint64_t{0} << (first % 64) : ~std::uint64_t{0};
+                if (const std::uint64_t w = bits[word] & mask) {
+                    index = word * 64 + static_cast<unsigned>(std::countr_zero(w));
+                    break;
+                }
+            }
+            if (index == slots) {
+                break; // the level is empty from now's slot on
+            }
+            if (slot_empty(level, index)) {
+                bits[index / 64] &= ~(std::uint64_t{1} << (index % 64)); // a stale bit
                 continue;
             }
             return slot_ref{level, index, slot_start(level, index)};
         }
     }
-    return std::nullopt;
+    std::array<std::uint64_t, words>& bits = occupied_[top];
+    std::optional<slot_ref> best;
+    for (unsigned word = 0; word < words; ++word) {
+        for (std::uint64_t w = bits[word]; w != 0; w &= w - 1) {
+            const unsigned index = word * 64 + static_cast<unsigned>(std::countr_zero(w));
+            if (slot_empty(top, index)) {
+                bits[word] &= ~(std::uint64_t{1} << (index % 64)); // a stale bit
+                top_start_[index] = no_tick;
+            } else if (!best || top_start_[index] < best->start) {
+                best = slot_ref{top, index, top_start_[index]};
+            }
+        }
+    }
+    return best;
 }
 
 std::optional<tick_type> wheel::next_expiry() const noexcept {
-    if (!run_queue_.empty()) {
+    if (run_queue_.next_ != &run_queue_) {
         return now_;
     }
     if (const std::optional<slot_ref> next = next_slot()) {

@@ -61,7 +61,12 @@ struct recorder {
 constexpr tick_type pow64(unsigned n) {
     return tick_type{1} << (6 * n);
 }
+// A level of the wheel has 256 slots: slot boundaries are powers of 256.
+constexpr tick_type pow256(unsigned n) {
+    return tick_type{1} << (8 * n);
+}
 constexpr tick_type never = std::numeric_limits<tick_type>::max();
+constexpr tick_type max_tick = std::numeric_limits<tick_type>::max();
 
 // next_expiry(), with `never` for an empty wheel (std::optional is not printable).
 tick_type expiry(const tw::wheel& w) {
@@ -96,7 +101,7 @@ BOOST_AUTO_TEST_CASE(default_wheel) {
     tw::wheel w;
     BOOST_TEST(w.now() == 0u);
     BOOST_TEST(w.levels() == 6u);
-    BOOST_TEST(w.range() == pow64(6));
+    BOOST_TEST(w.range() == pow256(6));
     BOOST_TEST(w.empty());
     BOOST_TEST(!w.next_expiry().has_value());
     recorder r{w};
@@ -117,11 +122,11 @@ BOOST_AUTO_TEST_CASE(levels_must_be_in_1_to_10) {
                                   std::invalid_argument, names("levels"));
         }
     }
-    for (unsigned levels = 1; levels <= 10; ++levels) {
+    for (unsigned levels = 1; levels <= 10; ++levels) { // 9 and 10 work as 8
         BOOST_TEST_CONTEXT("levels " << levels) {
             tw::wheel w(7, with_levels(levels));
             BOOST_TEST(w.levels() == levels);
-            BOOST_TEST(w.range() == pow64(levels));
+            BOOST_TEST(w.range() == (levels >= 8 ? max_tick : pow256(levels)));
             BOOST_TEST(w.now() == 7u);
         }
     }
@@ -196,21 +201,28 @@ BOOST_AUTO_TEST_CASE(level_boundaries_fire_exactly) {
                                 63,
                                 64,
                                 65,
-                                127,
-                                128,
+                                255,
+                                256,
+                                257,
+                                511,
+                                512,
                                 4095,
                                 4096,
                                 4097,
-                                262143,
+                                65535,
+                                65536,
+                                65537,
                                 262144,
-                                262145,
-                                pow64(4) - 1,
-                                pow64(4),
-                                pow64(4) + 1,
-                                pow64(5) - 1,
-                                pow64(5),
-                                pow64(5) + 1,
-                                pow64(6) - 1};
+                                pow256(3) - 1,
+                                pow256(3),
+                                pow256(3) + 1,
+                                pow256(4) - 1,
+                                pow256(4),
+                                pow256(4) + 1,
+                                pow256(5) - 1,
+                                pow256(5),
+                                pow256(5) + 1,
+                                pow256(6) - 1};
     for (const tick_type start :
          {tick_type{0}, tick_type{1}, tick_type{4095}, tick_type{4096}, tick_type{123456789}}) {
         for (const tick_type delta : deltas) {
@@ -257,7 +269,7 @@ BOOST_AUTO_TEST_CASE(level_boundaries_in_one_wheel_fire_in_order) {
 }
 
 BOOST_AUTO_TEST_CASE(last_tick_of_the_range_and_just_beyond) {
-    for (unsigned levels = 1; levels <= 10; ++levels) {
+    for (unsigned levels = 1; levels < 8; ++levels) { // 8 levels: the whole tick range
         for (const tick_type start : {tick_type{0}, tick_type{5}, (tick_type{1} << 40) + 3}) {
             BOOST_TEST_CONTEXT("levels " << levels << " start " << start) {
                 tw::wheel w(start, with_levels(levels));
@@ -344,40 +356,40 @@ BOOST_AUTO_TEST_CASE(next_rotation_in_the_top_slot_of_now_does_not_hide_earlier_
     {
         tw::wheel w(10, with_levels(1));
         probe far(1), near(2);
-        w.arm(far, 74); // one rotation ahead, in slot 10 = the slot of now
+        w.arm(far, 266); // one rotation ahead, in slot 10 = the slot of now
         w.arm(near, 20);
         BOOST_TEST(expiry(w) == 20u);
         recorder r{w};
         BOOST_TEST(w.advance(30, r) == 1u);
         BOOST_TEST(r.log == (shots{{2, 20}}));
-        BOOST_TEST(w.advance(74, r) == 1u);
-        BOOST_TEST(r.log == (shots{{2, 20}, {1, 74}}));
+        BOOST_TEST(w.advance(266, r) == 1u);
+        BOOST_TEST(r.log == (shots{{2, 20}, {1, 266}}));
     }
     {
         tw::wheel w(10);
         probe far(1), near(2);
-        w.arm(far, 10 + pow64(6));
-        w.arm(near, 3 * pow64(5));
-        BOOST_TEST(expiry(w) == 3 * pow64(5));
+        w.arm(far, 10 + pow256(6));
+        w.arm(near, 3 * pow256(5));
+        BOOST_TEST(expiry(w) == 3 * pow256(5));
         recorder r{w};
-        BOOST_TEST(w.advance(3 * pow64(5), r) == 1u);
-        BOOST_TEST(r.log == (shots{{2, 3 * pow64(5)}}));
-        BOOST_TEST(w.advance(20 * pow64(6), r) == 1u);
-        BOOST_TEST(r.log == (shots{{2, 3 * pow64(5)}, {1, 10 + pow64(6)}}));
+        BOOST_TEST(w.advance(3 * pow256(5), r) == 1u);
+        BOOST_TEST(r.log == (shots{{2, 3 * pow256(5)}}));
+        BOOST_TEST(w.advance(20 * pow256(6), r) == 1u);
+        BOOST_TEST(r.log == (shots{{2, 3 * pow256(5)}, {1, 10 + pow256(6)}}));
     }
 }
 
 BOOST_AUTO_TEST_CASE(one_level_wheel) {
     tw::wheel w(0, with_levels(1));
-    BOOST_TEST(w.range() == 64u);
-    const tick_type deadlines[] = {1, 5, 63, 64, 65, 100, 127, 128, 1000, 4096 + 7};
+    BOOST_TEST(w.range() == 256u);
+    const tick_type deadlines[] = {1, 5, 255, 256, 257, 300, 511, 512, 1000, 65536 + 7};
     std::deque<probe> probes;
     for (const tick_type d : deadlines) {
         probes.emplace_back(static_cast<int>(d));
         w.arm(probes.back(), d);
     }
     recorder r{w};
-    for (tick_type t = 0; t <= 5000; ++t) {
+    for (tick_type t = 0; t <= 70000; ++t) {
         w.advance(t, r);
         BOOST_TEST(w.now() == t);
     }
@@ -388,29 +400,104 @@ BOOST_AUTO_TEST_CASE(one_level_wheel) {
     BOOST_TEST(r.log == expected);
 }
 
-BOOST_AUTO_TEST_CASE(ten_level_wheel) {
-    tw::wheel w(7, with_levels(10));
-    BOOST_TEST(w.range() == tick_type{1} << 60);
+BOOST_AUTO_TEST_CASE(eight_level_wheel) {
+    tw::wheel w(7, with_levels(8));
+    BOOST_TEST(w.range() == max_tick);
     const tick_type deadlines[] = {8,
-                                   64,
-                                   pow64(5) + 3,
-                                   pow64(9),
-                                   63 * pow64(9) + 5,
-                                   7 + pow64(10) - 1, // last tick of the range
-                                   tick_type{1} << 61};
+                                   256,
+                                   pow256(5) + 3,
+                                   pow256(7),
+                                   tick_type{1} << 61,
+                                   255 * pow256(7) + 5,
+                                   max_tick - 1,
+                                   max_tick}; // the last tick
     std::deque<probe> probes;
     for (const tick_type d : deadlines) {
         probes.emplace_back(static_cast<int>(probes.size()));
         w.arm(probes.back(), d);
     }
     recorder r{w};
-    BOOST_TEST(w.advance(tick_type{1} << 61, r) == std::size(deadlines));
+    BOOST_TEST(w.advance(max_tick, r) == std::size(deadlines));
     shots expected;
     for (const probe& p : probes) {
         expected.push_back({p.id, p.deadline()});
     }
     BOOST_TEST(r.log == expected);
-    BOOST_TEST(w.now() == tick_type{1} << 61);
+    BOOST_TEST(w.now() == max_tick);
+}
+
+// Issue 11, defect 4: deadlines were clamped to 2^62 ticks, so that an entry armed beyond
+// it read back another deadline() and fired early, at 2^62. Every tick is a deadline now.
+BOOST_AUTO_TEST_CASE(deadlines_at_the_top_of_the_tick_range_never_fire_early) {
+    struct scenario {
+        unsigned levels;
+        tick_type start;
+        std::vector<tick_type> deadlines;
+    };
+    const tick_type two62 = tick_type{1} << 62;
+    const std::vector<tick_type> around_2_62 = {two62 - 1,        two62,       two62 + 1,
+                                                two62 + 255,      two62 + 256, two62 + pow256(2),
+                                                two62 + (1 << 20)};
+    const std::vector<tick_type> at_the_top = {max_tick - (1 << 20), max_tick - pow256(2),
+                                               max_tick - 256,       max_tick - 255,
+                                               max_tick - 1,         max_tick};
+    std::vector<scenario> scenarios;
+    for (const unsigned levels : {1u, 2u, 3u, 6u, 8u, 10u}) {
+        scenarios.push_back({levels, two62 - 1000, around_2_62});
+        scenarios.push_back({levels, max_tick - (1 << 21), at_the_top}); // up to 2^13 ranges
+        scenarios.push_back({levels, max_tick - 300, {max_tick - 256, max_tick - 1, max_tick}});
+    }
+    for (const scenario& sc : scenarios) {
+        BOOST_TEST_CONTEXT("levels " << sc.levels << " start " << sc.start) {
+            tw::wheel w(sc.start, with_levels(sc.levels));
+            std::deque<probe> probes;
+            for (const tick_type d : sc.deadlines) {
+                probes.emplace_back(static_cast<int>(probes.size()));
+                w.arm(probes.back(), d);
+                BOOST_TEST(probes.back().deadline() == d); // read back as armed
+            }
+            BOOST_TEST(expiry(w) <= sc.deadlines.front());
+            recorder r{w};
+            // Step to one tick before each deadline, then to the deadline.
+            for (std::size_t i = 0; i < sc.deadlines.size(); ++i) {
+                const tick_type d = sc.deadlines[i];
+                BOOST_TEST(w.advance(d - 1, r) == 0u);
+                BOOST_TEST_REQUIRE(w.advance(d, r) == 1u);
+                BOOST_TEST(r.log.back() == (shot{static_cast<int>(i), d}));
+            }
+            BOOST_TEST(w.empty());
+        }
+    }
+}
+
+BOOST_AUTO_TEST_CASE(the_largest_tick_is_a_deadline_and_a_time) {
+    for (const unsigned levels : {1u, 6u, 8u}) {
+        BOOST_TEST_CONTEXT("levels " << levels) {
+            tw::wheel w(max_tick - 10, with_levels(levels));
+            probe exact(1), slack(2), rounded(3), later(4);
+            w.arm(exact, max_tick);
+            w.arm(slack, max_tick - 5, 1000);        // rounding up would pass the largest tick
+            w.arm(rounded, max_tick - 300 + 1, 255); // rounds up to max_tick - 255 (< now: due)
+            w.arm(later, max_tick - 8);
+            BOOST_TEST(w.move(later, max_tick - 2)); // lazily later
+            BOOST_TEST(slack.deadline() == max_tick - 5);
+            recorder r{w};
+            BOOST_TEST(w.advance(max_tick - 6, r) == 1u);
+            BOOST_TEST(r.log == (shots{{3, max_tick - 10}}));
+            BOOST_TEST(w.advance(max_tick - 1, r) == 2u);
+            BOOST_TEST(r.log.at(1) == (shot{2, max_tick - 5}));
+            BOOST_TEST(r.log.at(2) == (shot{4, max_tick - 2}));
+            BOOST_TEST(w.advance(max_tick, r) == 1u);
+            BOOST_TEST(r.log.back() == (shot{1, max_tick}));
+            BOOST_TEST(w.now() == max_tick);
+            // At the largest tick, every deadline is due now.
+            w.arm(exact, max_tick);
+            w.arm(slack, 5, 70000);
+            BOOST_TEST(expiry(w) == max_tick);
+            BOOST_TEST(w.advance(max_tick, r) == 2u);
+            BOOST_TEST(w.empty());
+        }
+    }
 }
 
 BOOST_AUTO_TEST_CASE(start_near_2_pow_40) {
@@ -791,9 +878,9 @@ BOOST_AUTO_TEST_CASE(fifo_among_entries_of_the_same_tick) {
 BOOST_AUTO_TEST_CASE(fifo_among_exact_and_slack_entries_of_the_same_tick) {
     tw::wheel w;
     probe a(1), b(2), c(3);
-    w.arm(a, 4000, 4095); // rounds up to 4096
+    w.arm(a, 4000, 4095); // rounds up to 4096 (a multiple of 256)
     w.arm(b, 4096);
-    w.arm(c, 4090, 63); // rounds up to 4096
+    w.arm(c, 4090, 255); // rounds up to 4096
     recorder r{w};
     BOOST_TEST(w.advance(10000, r) == 3u);
     BOOST_TEST(r.log == (shots{{1, 4096}, {2, 4096}, {3, 4096}}));
@@ -991,8 +1078,12 @@ BOOST_AUTO_TEST_CASE(slack_entries_fire_within_their_window) {
                                 63,
                                 64,
                                 100,
+                                255,
+                                256,
                                 4095,
                                 4096,
+                                65535,
+                                65536,
                                 100000,
                                 262143,
                                 262144,
@@ -1025,8 +1116,8 @@ BOOST_AUTO_TEST_CASE(slack_rounds_far_deadlines_to_coarse_ticks) {
         tick_type slack;
         tick_type multiple;
     };
-    for (const expectation x : {expectation{63, 64}, expectation{100, 64}, expectation{4095, 4096},
-                                expectation{262143, 262144}}) {
+    for (const expectation x : {expectation{63, 1}, expectation{255, 256}, expectation{300, 256},
+                                expectation{65535, 65536}, expectation{16777215, 16777216}}) {
         BOOST_TEST_CONTEXT("slack " << x.slack) {
             tw::wheel w(12345);
             probe a(1);
@@ -1047,7 +1138,7 @@ BOOST_AUTO_TEST_CASE(slack_rounds_far_deadlines_to_coarse_ticks) {
 BOOST_AUTO_TEST_CASE(slack_entry_with_a_past_deadline_is_due_now) {
     tw::wheel w(1000);
     probe a(1), b(2), c(3), d(4);
-    w.arm(a, 990, 63); // 990 rounded up to 64 would be 1024
+    w.arm(a, 990, 255); // 990 rounded up to 256 would be 1024
     w.arm(b, 1000, 4095);
     w.arm(c, 2000, 63);
     BOOST_TEST(w.move(c, 995));
@@ -1057,7 +1148,7 @@ BOOST_AUTO_TEST_CASE(slack_entry_with_a_past_deadline_is_due_now) {
     BOOST_TEST(r.log == (shots{{1, 1000}, {2, 1000}, {3, 1000}}));
 
     // Moved within its slot to a deadline that has passed.
-    w.arm(d, 1030, 63); // fires at 1088 at the latest
+    w.arm(d, 1030, 255); // fires at 1280 at the latest
     BOOST_TEST(w.advance(1050, r) == 0u);
     BOOST_TEST(w.move(d, 1040));
     BOOST_TEST(w.advance(1050, r) == 1u);

@@ -56,6 +56,8 @@ struct my_entry : tw::wheel_entry {
     std::size_t id;
 };
 
+constexpr tick_type max_tick = std::numeric_limits<tick_type>::max();
+
 tick_type saturating_add(tick_type a, tick_type b) {
     return a > std::numeric_limits<tick_type>::max() - b ? std::numeric_limits<tick_type>::max()
                                                          : a + b;
@@ -130,8 +132,9 @@ private:
         return r.deadline <= r.armed_now ? r.armed_now : saturating_add(r.deadline, r.slack);
     }
 
-    // A range for "huge" amounts: the wheel's range, kept well below 2^62 (deadlines are
-    // clamped there) for the widest wheels.
+    // A range for "huge" amounts: the wheel's range, at most 2^50 (so that a run also
+    // reaches beyond the range of the widest wheels). Sums saturate at the largest tick:
+    // a run that starts near the top of the tick range arms deadlines up to it.
     tick_type huge() const { return std::min(wheel_.range(), tick_type{1} << 50); }
 
     tick_type random_deadline();
@@ -236,17 +239,20 @@ tick_type differential::random_deadline() {
         } else if (!armed_.empty()) {
             d = std::max(model_[armed_index()].deadline, now);
         }
-    } else if (kind < 20) { // around a level boundary or a slot start
+    } else if (kind < 19) { // around a level boundary or a slot start
         const unsigned level = 1 + static_cast<unsigned>(below(wheel_.levels()));
-        const tick_type g = tick_type{1} << (6 * level);
-        d = chance(50) ? now + g : ((now + g) & ~(g - 1)) + below(3);
-        d = d - 1 + below(3);
+        const tick_type g = level >= 8 ? tick_type{1} << 63 : tick_type{1} << (8 * level);
+        const tick_type up = saturating_add(now, g);
+        d = chance(50) ? up : saturating_add(up & ~(g - 1), below(3));
+        d = std::max<tick_type>(d, 1) - 1 + std::min<tick_type>(below(3), max_tick - d);
+    } else if (kind < 20) { // at the top of the tick range
+        d = max_tick - below(chance(50) ? 2 : 300);
     } else if (kind < 45) { // small
-        d = now + below(101);
+        d = saturating_add(now, below(101));
     } else if (kind < 88) { // medium
-        d = now + below(1'000'001);
+        d = saturating_add(now, below(1'000'001));
     } else { // huge: up to several ranges
-        d = now + below(4 * huge() + 1);
+        d = saturating_add(now, below(4 * huge() + 1));
     }
     last_deadline_ = d;
     return d;
@@ -262,7 +268,8 @@ tick_type differential::random_slack() {
     case 1:
         return below(5001);
     case 2: {
-        static constexpr std::array<tick_type, 6> special{63, 64, 4095, 4096, 262143, 262144};
+        static constexpr std::array<tick_type, 10> special{
+            63, 64, 255, 256, 4095, 65535, 65536, 16777215, 16777216, 262144};
         return special[below(special.size())];
     }
     case 3:
@@ -283,18 +290,20 @@ tick_type differential::random_target() {
         return now - std::min<tick_type>(now, below(10)); // below now(): taken as now()
     }
     if (kind < 7000) {
-        return now + below(4); // 0..3
+        return saturating_add(now, below(4)); // 0..3
     }
     if (kind < 9500) {
-        return now + below(1001);
+        return saturating_add(now, below(1001));
     }
     if (kind < 9985) {
-        return now + below(10'001);
+        return saturating_add(now, below(10'001));
     }
     if (kind < 9995) {
-        return now + below(2'000'001);
+        return saturating_add(now, below(2'000'001));
     }
-    return now + huge() + below(3 * huge()); // beyond the range
+    // Beyond the range; near the top of the tick range, at most half the way to its end, so
+    // that a run started there keeps deadlines ahead of now() (they saturate at the top).
+    return now + std::min(huge() + below(3 * huge()), (max_tick - now) / 2);
 }
 
 void differential::check_entry(std::size_t i) {
@@ -374,13 +383,13 @@ void differential::do_move_later(std::size_t i) {
     const tick_type current = std::max(pool_[i] ? pool_[i]->deadline() : now, now);
     switch (below(4)) {
     case 0:
-        do_move(i, current + below(64));
+        do_move(i, saturating_add(current, below(64)));
         break;
     case 1:
-        do_move(i, current + below(100'000));
+        do_move(i, saturating_add(current, below(100'000)));
         break;
     case 2:
-        do_move(i, current + below(3 * huge()));
+        do_move(i, saturating_add(current, below(3 * huge())));
         break;
     default:
         do_move(i, random_deadline());
@@ -591,11 +600,6 @@ void differential::run() {
     op_ = ops_;
     target_ = wheel_.now();
     check_all();
-    for (std::size_t i = 0; i < pool_size; ++i) {
-        if (pool_[i] && model_[i].armed && model_[i].deadline > (tick_type{1} << 61)) {
-            do_cancel(i);
-        }
-    }
     const tick_type end = by_latest_.empty() ? wheel_.now() : by_latest_.rbegin()->first;
     target_ = std::max(end, wheel_.now());
     calls_ = 0;
@@ -633,17 +637,21 @@ std::string differential::stats() const {
 BOOST_AUTO_TEST_CASE(differential_against_a_reference_model) {
     const std::uint64_t seed = env_number("TIMEWHEEL_SEED").value_or(std::random_device{}());
     const std::uint64_t ops = env_number("TIMEWHEEL_OPS").value_or(1'000'000);
-    static constexpr std::array<unsigned, 3> level_choices{2, 3, 6};
+    static constexpr std::array<unsigned, 4> level_choices{2, 3, 6, 8};
     const unsigned levels = static_cast<unsigned>(
         env_number("TIMEWHEEL_LEVELS").value_or(level_choices[seed % level_choices.size()]));
     std::mt19937_64 start_rng(seed ^ 0x5bd1e995u);
     tick_type start = 0;
-    switch (start_rng() % 3) {
+    switch (start_rng() % 4) {
     case 1:
         start = start_rng() % 1'000'000;
         break;
     case 2:
         start = (tick_type{1} << 40) - 1000 + start_rng() % 2000;
+        break;
+    case 3: // near the top of the tick range: the wheel's time reaches the largest tick
+        start =
+            std::numeric_limits<tick_type>::max() - (tick_type{1} << 34) - start_rng() % 1'000'000;
         break;
     default:
         break;

@@ -18,6 +18,8 @@
 #include <cstddef>
 #include <cstdint>
 
+#include <time.h>
+
 namespace timewheel_bench {
 
 /// Calls of the global operator new (and aligned_alloc) made by this thread so far.
@@ -39,10 +41,20 @@ inline std::chrono::steady_clock::duration clock_overhead() {
     return overhead;
 }
 
-/// Wall time and allocations around the timed batches only, and the operations they did.
+/// CPU time of the calling thread, in ns.
+inline std::int64_t thread_cpu_ns() noexcept {
+    timespec ts{};
+    clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
+    return static_cast<std::int64_t>(ts.tv_sec) * 1'000'000'000 + ts.tv_nsec;
+}
+
+/// Wall time, thread CPU time and allocations around the timed batches only, and the
+/// operations they did.
 /**
  * Use: start(); ...the batch...; stop(ops); and once at the end report(state), which sets
  * the counters `ns_per_op` (wall ns per operation, less one clock read per batch),
+ * `cpu_ns_per_op` (CPU time of the thread per operation: the figure to compare on a loaded
+ * machine, where wall time includes the time the thread waited for a CPU),
  * `allocs_per_op` and Google Benchmark's items_per_second.
  */
 class op_clock {
@@ -51,12 +63,14 @@ public:
 
     void start() noexcept {
         allocations_at_start_ = allocations();
+        cpu_start_ = thread_cpu_ns();
         start_ = clock_type::now();
     }
 
     void stop(std::size_t ops) noexcept {
         benchmark::ClobberMemory();
         const clock_type::duration batch = clock_type::now() - start_;
+        cpu_ns_ += thread_cpu_ns() - cpu_start_;
         allocations_ += allocations() - allocations_at_start_;
         elapsed_ += std::max(batch - overhead_, clock_type::duration::zero());
         ops_ += ops;
@@ -73,6 +87,8 @@ public:
     void report(benchmark::State& state) const {
         state.SetItemsProcessed(static_cast<std::int64_t>(ops_));
         state.counters["ns_per_op"] = ns_per_op();
+        state.counters["cpu_ns_per_op"] =
+            ops_ == 0 ? 0.0 : static_cast<double>(cpu_ns_) / static_cast<double>(ops_);
         state.counters["allocs_per_op"] =
             ops_ == 0 ? 0.0 : static_cast<double>(allocations_) / static_cast<double>(ops_);
     }
@@ -81,6 +97,8 @@ private:
     clock_type::duration overhead_ = clock_overhead();
     clock_type::time_point start_;
     clock_type::duration elapsed_{};
+    std::int64_t cpu_start_ = 0;
+    std::int64_t cpu_ns_ = 0;
     std::uint64_t allocations_at_start_ = 0;
     std::uint64_t allocations_ = 0;
     std::size_t ops_ = 0;

@@ -183,6 +183,11 @@ public:
     const std::vector<T*>& by_visit() const noexcept { return by_visit_; }
     const std::vector<T*>& by_undo() const noexcept { return by_undo_; }
 
+    /// The objects in memory order (size() of them): for structures that name a timer by
+    /// its index, `p - data()`.
+    T* data() const noexcept { return storage_; }
+    std::size_t size() const noexcept { return size_; }
+
 private:
     std::size_t size_;
     std::size_t constructed_ = 0;

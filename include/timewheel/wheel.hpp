@@ -7,40 +7,55 @@
 // forward through advance(); the caller decides what a tick means. Everything above it
 // (wheel_service, wheel_timer, the features) converts clock time to ticks and drives it.
 //
-// Design, in the manner of Tokio's driver and the 2016 rework of Linux's timer wheel:
+// Design, in the manner of ratas, Tokio's driver and the 2016 rework of Linux's timer wheel:
 //
-// * `levels` levels (default 6) of 64 slots. A slot at level L spans 64^L ticks, a level
-//   spans 64^(L+1); six levels cover 64^6 ticks (2.18 years at 1 ms). Each level keeps a
-//   64-bit occupancy bitmap, so the next occupied slot is one rotate and one
-//   count-trailing-zeros per level, and the first level with a bit set holds the earliest
-//   deadline: next_expiry() is O(levels).
-// * An entry is filed at the level given by the highest 6-bit group in which its deadline
-//   differs from now(). When now() reaches the start of a slot above level 0, the slot's
-//   entries are re-filed into finer levels (cascading) or, once due, fired. advance() jumps
+// * `levels` levels (default 6, at most 8) of 256 slots. A slot at level L spans 256^L
+//   ticks, a level spans 256^(L+1); six levels cover 2^48 ticks (8,900 years at 1 ms) and
+//   eight the whole tick range. Each level keeps a 256-bit occupancy bitmap (four words),
+//   so the next occupied slot is found with a few count-trailing-zeros per level, and the
+//   first level with a bit set holds the earliest deadline: next_expiry() is O(levels).
+//   256 slots rather than 64 because a timeout of 1-60 s at 1 ms ticks then sits at level 1
+//   and is re-filed once (at level 2 of a 64-slot wheel it was re-filed twice), and each
+//   re-filing is a walk over entries that are cold by then.
+// * An entry is filed at the level given by the highest byte in which its deadline differs
+//   from now(). When now() reaches the start of a slot above level 0, the slot's entries
+//   are re-filed into finer levels (cascading) or, once due, queued to fire. advance() jumps
 //   from occupied slot to occupied slot, so catching up after a long stall costs the same
-//   as a short one.
-// * A deadline beyond the range is filed in the top level by its own bits and re-filed
-//   when that slot is visited; it is never fired early.
+//   as a short one; and it returns at once, without looking at a bitmap, when no slot
+//   starts before its target (the wheel keeps a lower bound of the next slot's start).
+// * A slot above level 0 is four lists, picked by the entry's index at the level below
+//   (so entries that will share a finer slot, and so every entry of one tick, share a
+//   list, in arm order). Cascading walks the four lists in turn: four independent chains
+//   of cold entries whose cache misses overlap, where one list would wait for each entry
+//   before it can load the next.
+// * A level-0 slot holds the entries of one tick. When it comes due it is spliced whole
+//   onto the run queue (two pointer writes) and its entries fire from there, one walk.
+// * A deadline beyond the range is filed in the top level by its own bits. A top-level
+//   slot comes due at the earliest slot start of its entries, whatever their rotation, and
+//   re-files those of later rotations: a deadline many ranges away costs one visit per
+//   re-filing, not one per rotation, so catching up stays flat in the lag. An entry never
+//   fires before its deadline, over the whole tick range: deadlines are stored as given.
 // * Slack: an entry that accepts up to `slack` ticks of lateness has its deadline rounded
-//   up to the coarsest granularity (64^k) that honours it. The rounded deadline is the
-//   start of a slot at every level up to k, so once it is filed at a level <= k it fires in
-//   place without cascading. Idle timeouts and cache expiry want this.
+//   up to the coarsest granularity (256^k) that honours it (unless that would pass the
+//   largest tick: then it is exact). The rounded deadline is the start of a slot at every
+//   level up to k, so once it is filed at a level <= k it fires in place without cascading.
+//   Idle timeouts and cache expiry want this.
 // * Moving later is lazy: only the deadline is stored, and the entry is re-filed when its
 //   old slot comes due. A connection re-armed on every read is re-filed about once per
 //   timeout period. Moving to a time before the start of the entry's slot relinks it.
-// * Entries are intrusive (a Boost.Intrusive auto-unlink hook inside wheel_entry): the wheel
-//   owns nothing and never allocates. Destroying an armed entry unlinks it; the wheel then
-//   clears the slot's stale occupancy bit the next time it looks at that slot.
-// * Expiry splices a due slot onto a run queue before calling back, so a callback may arm,
-//   move, cancel or destroy any entry, itself included.
+// * Entries are intrusive: a circular doubly linked list node inside wheel_entry, slots are
+//   list heads. The wheel owns nothing and never allocates. Unlinking needs no wheel, so
+//   cancel() and destroying an armed entry only rewrite the two neighbours; the slot's
+//   occupancy bit, if it went stale, is cleared the next time the wheel looks at the slot.
+// * Cascading re-files every entry of a slot before any handler runs, so an entry that a
+//   handler arms for the same tick as a cascading one goes behind it (FIFO), and a callback
+//   may arm, move, cancel or destroy any entry, itself included.
 //
 // Thread safety: a wheel and its entries belong to one thread (or strand) at a time.
 //
 
 #ifndef TIMEWHEEL_WHEEL_HPP
 #define TIMEWHEEL_WHEEL_HPP
-
-#include <boost/intrusive/list.hpp>
 
 #include <array>
 #include <cstddef>
@@ -54,6 +69,17 @@ namespace timewheel {
 using tick_type = std::uint64_t;
 
 class wheel;
+
+namespace detail {
+
+// A node of a circular doubly linked list; a list's head is a node of its own. An unlinked
+// entry has next_ == nullptr.
+struct wheel_link {
+    wheel_link* next_ = nullptr;
+    wheel_link* prev_ = nullptr;
+};
+
+} // namespace detail
 
 /// The part of a user's object that a wheel files: a list hook, a deadline and a
 /// little state (32 bytes on LP64).
@@ -85,46 +111,70 @@ public:
     wheel_entry(const wheel_entry&) = delete;
     wheel_entry& operator=(const wheel_entry&) = delete;
 
-    /// Disarms the entry (the auto-unlink hook removes it from its slot).
-    ~wheel_entry() = default;
+    /// Disarms the entry (unlinks it from its slot).
+    ~wheel_entry() {
+        if (armed()) {
+            unlink();
+        }
+    }
 
     /// Whether the entry is waiting in a wheel.
-    bool armed() const noexcept { return hook_.is_linked(); }
+    bool armed() const noexcept { return link_.next_ != nullptr; }
 
-    /// The deadline last given to wheel::arm() or wheel::move().
+    /// The deadline last given to wheel::arm() or wheel::move(), exactly as given: any
+    /// value of tick_type is accepted and read back unchanged.
     tick_type deadline() const noexcept { return deadline_; }
 
-    /// The lateness, in ticks, that the entry accepts (0: exact).
-    tick_type slack() const noexcept { return slack_; }
+    /// The lateness, in ticks, that the entry accepts (0: exact), as given to arm() but
+    /// saturated at 2^32 - 1 (larger slacks round no further: see wheel).
+    tick_type slack() const noexcept { return static_cast<std::uint32_t>(meta_); }
 
 private:
     friend class wheel;
 
-    using hook_type = boost::intrusive::list_member_hook<
-        boost::intrusive::link_mode<boost::intrusive::auto_unlink>>;
-
-    // The tick at which the entry fires: its deadline rounded up to its slack granularity.
+    // The tick at which the entry fires: its deadline rounded up to its slack granularity,
+    // or the deadline itself if rounding up would pass the largest tick.
     tick_type fire_tick() const noexcept;
 
-    hook_type hook_;
+    void unlink() noexcept {
+        link_.prev_->next_ = link_.next_;
+        link_.next_->prev_ = link_.prev_;
+        link_.next_ = nullptr;
+    }
+
+    // The first member: the wheel recovers the entry from its node (standard layout).
+    detail::wheel_link link_;
     tick_type deadline_ = 0;
-    std::uint32_t slack_ = 0;      // as requested, clamped to 32 bits
-    std::uint16_t slot_ = 0;       // level * 64 + index, or run_queue_slot
-    std::uint8_t slack_level_ = 0; // the fire tick is a multiple of 64^slack_level_
-    std::uint8_t reserved_ = 0;
+    // One word, written by one store when the entry is filed (each store an arm makes to
+    // the cold entry holds a store-buffer entry until its line arrives):
+    //   bits 0-31  the slack as requested, saturated at 32 bits
+    //   bits 32-47 the slot: level * 256 + index, or wheel::run_queue_slot
+    //   bits 48-55 the slack level: the fire tick is a multiple of 256^level
+    std::uint64_t meta_ = 0;
+
+    static constexpr unsigned slot_shift = 32;
+    static constexpr unsigned slack_level_shift = 48;
+    static constexpr std::uint64_t slot_mask = std::uint64_t{0xffff} << slot_shift;
+    unsigned slot() const noexcept { return static_cast<std::uint16_t>(meta_ >> slot_shift); }
+    unsigned slack_level() const noexcept {
+        return static_cast<std::uint8_t>(meta_ >> slack_level_shift);
+    }
 };
 
 /// Options of a wheel.
 struct wheel_options {
-    /// Number of levels of 64 slots, in [1, wheel::max_levels]. The range of the wheel
-    /// is 64^levels ticks: 6 levels at 1 ms ticks cover about 2.18 years.
+    /// Number of levels of 256 slots, in [1, wheel::max_levels]. The range of the wheel
+    /// is 256^levels ticks: 6 levels at 1 ms ticks cover about 8,900 years, 8 levels the
+    /// whole tick range.
     unsigned levels = 6;
 };
 
 /// A hierarchical timing wheel over integer ticks.
 /**
  * @par Precision
- * An entry never fires before its deadline. An exact entry (slack 0) fires in the first
+ * An entry never fires before its deadline, whatever the deadline and whatever now():
+ * every value of tick_type is a valid deadline, stored and read back (deadline()) as
+ * given, and the wheel's time never wraps. An exact entry (slack 0) fires in the first
  * advance() whose @c now reaches its deadline, and now() then equals its deadline. An entry
  * with slack @c s fires at a tick in [deadline, deadline + s]. A deadline at or before now()
  * means "due now": the entry fires in the next advance(). Among entries armed for the same
@@ -142,7 +192,9 @@ struct wheel_options {
  */
 class wheel {
 public:
-    /// The most levels a wheel can have (64^10 = 2^60 ticks of range).
+    /// The most levels a wheel accepts. Eight levels of 256 slots already cover the whole
+    /// tick range (256^8 = 2^64); 9 and 10 are accepted for the sake of code written for
+    /// the former 64-slot levels, work as 8, and levels() reports the number given.
     static constexpr unsigned max_levels = 10;
 
     /// Constructs an empty wheel whose time is @c start.
@@ -162,10 +214,14 @@ public:
     tick_type now() const noexcept { return now_; }
 
     /// Number of levels.
-    unsigned levels() const noexcept { return levels_; }
+    unsigned levels() const noexcept { return levels_given_; }
 
-    /// Number of ticks the wheel files without re-filing: 64^levels.
-    tick_type range() const noexcept { return tick_type{1} << (6 * levels_); }
+    /// Number of ticks the wheel files without re-filing: 256^levels, or with 8 levels the
+    /// largest tick_type (the whole range, 2^64 - 1).
+    tick_type range() const noexcept {
+        return levels_ >= used_levels ? std::numeric_limits<tick_type>::max()
+                                      : tick_type{1} << (slot_bits * levels_);
+    }
 
     /// Arms @c entry to fire at @c deadline, accepting up to @c slack ticks of lateness.
     /**
@@ -230,12 +286,15 @@ public:
     }
 
 private:
-    using list_type = boost::intrusive::list<
-        wheel_entry,
-        boost::intrusive::member_hook<wheel_entry, wheel_entry::hook_type, &wheel_entry::hook_>,
-        boost::intrusive::constant_time_size<false>>;
+    using link = detail::wheel_link;
 
+    static constexpr unsigned slot_bits = 8;
+    static constexpr unsigned slots = 1u << slot_bits;
+    static constexpr unsigned words = slots / 64; // of an occupancy bitmap
+    static constexpr unsigned lists = 4;          // per slot above level 0
+    static constexpr unsigned used_levels = 8;    // 256^8: the whole tick range
     static constexpr std::uint16_t run_queue_slot = 0xffff;
+    static constexpr tick_type no_tick = std::numeric_limits<tick_type>::max();
 
     struct slot_ref {
         unsigned level;
@@ -243,20 +302,34 @@ private:
         tick_type start;
     };
 
-    void file(wheel_entry& entry) noexcept;
-    void clear_if_empty(std::uint16_t slot) const noexcept;
+    static wheel_entry& entry_of(link* node) noexcept;
+    static void link_back(link& head, link& node) noexcept;
+    link& list_of(unsigned level, unsigned index, tick_type fire) noexcept;
+    bool slot_empty(unsigned level, unsigned index) const noexcept;
+    void file(wheel_entry& entry, std::uint64_t meta) noexcept;
+    void cascade(unsigned level, unsigned index) noexcept;
     tick_type slot_start(unsigned level, unsigned index) const noexcept;
     std::optional<slot_ref> next_slot() const noexcept;
-    static void check_budget(std::size_t budget);
+    [[noreturn]] static void throw_bad_budget();
 
     tick_type now_;
-    unsigned levels_;
+    // No occupied slot starts before this tick (a lower bound; no_tick: none may be
+    // occupied). advance() to a tick below it has nothing to do unless the run queue holds
+    // entries.
+    tick_type horizon_ = no_tick;
+    unsigned levels_given_;
+    unsigned levels_; // in use: at most used_levels
     bool advancing_ = false;
-    // Bits may be stale (set over an empty slot) after an armed entry was destroyed;
-    // next_slot() clears them when it meets them.
-    mutable std::array<std::uint64_t, max_levels> occupied_{};
-    list_type run_queue_; // entries spliced out of due slots, in firing order
-    std::array<std::array<list_type, 64>, max_levels> slots_;
+    link run_queue_; // due entries, in firing order
+    // Bits may be stale (set over an empty slot) after an armed entry was cancelled or
+    // destroyed; next_slot() clears them when it meets them.
+    mutable std::array<std::array<std::uint64_t, words>, used_levels> occupied_{};
+    // Per top-level slot, the earliest start (fire tick with the lower digits cleared) of
+    // the entries filed there, whatever their rotation: the slot comes due then, so that
+    // a deadline many ranges away costs one visit, not one per rotation.
+    mutable std::array<tick_type, slots> top_start_;
+    std::array<link, slots> level0_;
+    std::array<std::array<std::array<link, lists>, slots>, used_levels - 1> upper_;
 };
 
 } // namespace timewheel

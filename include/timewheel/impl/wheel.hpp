@@ -10,108 +10,161 @@
 #include <algorithm>
 #include <bit>
 #include <cassert>
+#include <type_traits>
 
 namespace timewheel {
 namespace detail {
 
-// Deadlines are clamped here so that rounding up to a slack granularity cannot overflow.
-inline constexpr tick_type max_deadline = tick_type{1} << 62;
+inline constexpr unsigned wheel_slot_bits = 8;
 
 inline constexpr tick_type granularity(unsigned level) noexcept {
-    return tick_type{1} << (6 * level);
+    return tick_type{1} << (wheel_slot_bits * level);
 }
 
 } // namespace detail
 
 inline wheel_entry::wheel_entry(wheel_entry&& other) noexcept
     : deadline_(other.deadline_)
-    , slack_(other.slack_)
-    , slot_(other.slot_)
-    , slack_level_(other.slack_level_) {
-    hook_.swap_nodes(other.hook_);
+    , meta_(other.meta_) {
+    if (other.armed()) {
+        link_ = other.link_;
+        link_.prev_->next_ = &link_;
+        link_.next_->prev_ = &link_;
+        other.link_.next_ = nullptr;
+    }
 }
 
 inline wheel_entry& wheel_entry::operator=(wheel_entry&& other) noexcept {
     if (this != &other) {
-        hook_.unlink();
-        hook_.swap_nodes(other.hook_);
+        if (armed()) {
+            unlink();
+        }
         deadline_ = other.deadline_;
-        slack_ = other.slack_;
-        slot_ = other.slot_;
-        slack_level_ = other.slack_level_;
+        meta_ = other.meta_;
+        if (other.armed()) {
+            link_ = other.link_;
+            link_.prev_->next_ = &link_;
+            link_.next_->prev_ = &link_;
+            other.link_.next_ = nullptr;
+        }
     }
     return *this;
 }
 
 inline tick_type wheel_entry::fire_tick() const noexcept {
-    const tick_type mask = detail::granularity(slack_level_) - 1;
-    return (deadline_ + mask) & ~mask;
+    const tick_type mask = detail::granularity(slack_level()) - 1;
+    const tick_type up = deadline_ + mask;
+    // Past the largest tick there is nothing to round up to: fire exactly.
+    return up < deadline_ ? deadline_ : up & ~mask;
 }
 
-inline void wheel::file(wheel_entry& entry) noexcept {
+inline wheel_entry& wheel::entry_of(link* node) noexcept {
+    static_assert(std::is_standard_layout_v<wheel_entry>);
+    return *reinterpret_cast<wheel_entry*>(node);
+}
+
+inline void wheel::link_back(link& head, link& node) noexcept {
+    link* const tail = head.prev_;
+    node.next_ = &head;
+    node.prev_ = tail;
+    tail->next_ = &node;
+    head.prev_ = &node;
+}
+
+inline wheel::link& wheel::list_of(unsigned level, unsigned index, tick_type fire) noexcept {
+    if (level == 0) {
+        return level0_[index];
+    }
+    // Every entry bound for one slot of the level below shares a list.
+    const unsigned list = static_cast<unsigned>(fire >> (slot_bits * (level - 1))) % lists;
+    return upper_[level - 1][index][list];
+}
+
+// Files the entry by its deadline and `meta` (its slack and slack level; no slot), storing
+// meta with the slot.
+inline void wheel::file(wheel_entry& entry, std::uint64_t meta) noexcept {
     if (entry.deadline_ <= now_) { // due now, even if its slack would round it up
-        run_queue_.push_back(entry);
-        entry.slot_ = run_queue_slot;
+        link_back(run_queue_, entry.link_);
+        entry.meta_ = meta | std::uint64_t{run_queue_slot} << wheel_entry::slot_shift;
         return;
     }
-    const tick_type fire = entry.fire_tick();
-    // The level is the highest 6-bit group in which the fire tick differs from now.
-    const unsigned significant = 63 - static_cast<unsigned>(std::countl_zero((now_ ^ fire) | 63));
-    const unsigned level = std::min(significant / 6, levels_ - 1);
-    const unsigned index = static_cast<unsigned>(fire >> (6 * level)) & 63;
-    slots_[level][index].push_back(entry);
-    occupied_[level] |= std::uint64_t{1} << index;
-    entry.slot_ = static_cast<std::uint16_t>(level * 64 + index);
-}
-
-inline void wheel::clear_if_empty(std::uint16_t slot) const noexcept {
-    if (slot != run_queue_slot && slots_[slot / 64][slot % 64].empty()) {
-        occupied_[slot / 64] &= ~(std::uint64_t{1} << (slot % 64));
+    const unsigned slack_level = static_cast<std::uint8_t>(meta >> wheel_entry::slack_level_shift);
+    const tick_type mask = detail::granularity(slack_level) - 1;
+    const tick_type up = entry.deadline_ + mask;
+    // Past the largest tick there is nothing to round up to: fire exactly.
+    const tick_type fire = up < entry.deadline_ ? entry.deadline_ : up & ~mask;
+    // The level is the highest byte in which the fire tick differs from now.
+    const unsigned significant =
+        63 - static_cast<unsigned>(std::countl_zero((now_ ^ fire) | (slots - 1)));
+    const unsigned level = std::min(significant / slot_bits, levels_ - 1);
+    const unsigned shift = slot_bits * level;
+    const unsigned index = static_cast<unsigned>(fire >> shift) % slots;
+    link_back(list_of(level, index, fire), entry.link_);
+    // The stores below are conditional: an arm into a busy wheel finds the bit set and the
+    // horizon lower, and each store it skips frees a store-buffer entry, which is what
+    // bounds how many arms' cache misses overlap.
+    std::uint64_t& word = occupied_[level][index / 64];
+    const std::uint64_t bit = std::uint64_t{1} << (index % 64);
+    if ((word & bit) == 0) {
+        word |= bit;
+    }
+    entry.meta_ = meta | std::uint64_t{level * slots + index} << wheel_entry::slot_shift;
+    // The slot of the fire tick comes due at the fire tick with the level's digits cleared.
+    // A top-level slot holds entries of any rotation: it comes due at the earliest.
+    const tick_type start = (fire >> shift) << shift;
+    if (level == levels_ - 1 && start < top_start_[index]) {
+        top_start_[index] = start;
+    }
+    if (start < horizon_) {
+        horizon_ = start;
     }
 }
 
 inline tick_type wheel::slot_start(unsigned level, unsigned index) const noexcept {
-    const tick_type span = detail::granularity(level + 1);
-    const tick_type start = (now_ & ~(span - 1)) + index * detail::granularity(level);
-    // Only the top level wraps: its slots at or before now's belong to the next rotation.
-    return start <= now_ && level == levels_ - 1 ? start + span : start;
+    if (level == levels_ - 1) {
+        return top_start_[index];
+    }
+    // Below the top level, an occupied slot lies in now's block of the level above.
+    const unsigned shift = slot_bits * level;
+    const unsigned span_bits = shift + slot_bits;
+    return ((now_ >> span_bits) << span_bits) + (tick_type{index} << shift);
 }
 
 inline void wheel::arm(wheel_entry& entry, tick_type deadline, tick_type slack) noexcept {
     if (entry.armed()) {
-        entry.hook_.unlink();
-        clear_if_empty(entry.slot_);
+        entry.unlink();
     }
-    entry.deadline_ = std::min(deadline, detail::max_deadline);
-    entry.slack_ = static_cast<std::uint32_t>(
-        std::min<tick_type>(slack, std::numeric_limits<std::uint32_t>::max()));
-    // The coarsest granularity 64^k with 64^k - 1 <= slack.
-    const tick_type accepted = slack == std::numeric_limits<tick_type>::max() ? slack : slack + 1;
-    const unsigned bits = 63 - static_cast<unsigned>(std::countl_zero(accepted));
-    entry.slack_level_ = static_cast<std::uint8_t>(std::min(bits / 6, levels_ - 1));
-    file(entry);
+    entry.deadline_ = deadline;
+    std::uint64_t meta = 0;
+    if (slack != 0) {
+        meta = std::min<tick_type>(slack, std::numeric_limits<std::uint32_t>::max());
+        // The coarsest granularity 256^k with 256^k - 1 <= slack.
+        const tick_type accepted = slack == no_tick ? slack : slack + 1;
+        const unsigned bits = 63 - static_cast<unsigned>(std::countl_zero(accepted));
+        meta |= std::uint64_t{std::min(bits / slot_bits, levels_ - 1)}
+                << wheel_entry::slack_level_shift;
+    }
+    file(entry, meta);
 }
 
 inline bool wheel::move(wheel_entry& entry, tick_type deadline) noexcept {
     if (!entry.armed()) {
         return false;
     }
-    const tick_type target = std::min(deadline, detail::max_deadline);
-    if (target >= entry.deadline_ && entry.deadline_ > now_) {
+    if (deadline >= entry.deadline_ && entry.deadline_ > now_) {
         // Later and not yet due: the fire tick only grows, so the entry's slot still comes
         // due first. The idle-timeout path: one compare and one store, no slot arithmetic.
-        entry.deadline_ = target;
+        entry.deadline_ = deadline;
         return true;
     }
-    entry.deadline_ = target;
-    if (entry.slot_ == run_queue_slot) {
+    entry.deadline_ = deadline;
+    const unsigned slot = entry.slot();
+    if (slot == run_queue_slot) {
         return true; // the run queue re-files entries that are not yet due
     }
-    const unsigned level = entry.slot_ / 64;
-    if (entry.deadline_ <= now_ || slot_start(level, entry.slot_ % 64) > entry.fire_tick()) {
-        entry.hook_.unlink();
-        clear_if_empty(entry.slot_);
-        file(entry);
+    if (deadline <= now_ || slot_start(slot / slots, slot % slots) > entry.fire_tick()) {
+        entry.unlink();
+        file(entry, entry.meta_ & ~wheel_entry::slot_mask);
     }
     return true;
 }
@@ -120,31 +173,39 @@ inline bool wheel::cancel(wheel_entry& entry) noexcept {
     if (!entry.armed()) {
         return false;
     }
-    entry.hook_.unlink();
-    clear_if_empty(entry.slot_);
+    entry.unlink(); // the slot's occupancy bit may go stale: next_slot() clears it
     return true;
 }
 
 template <typename Handler>
 std::size_t wheel::advance(tick_type now, std::size_t budget, Handler&& handler) {
-    check_budget(budget);
+    if (budget == 0) {
+        throw_bad_budget();
+    }
+    if (now < horizon_ && run_queue_.next_ == &run_queue_) {
+        now_ = std::max(now_, now); // no slot starts by `now`: nothing to do
+        return 0;
+    }
     assert(!advancing_ && "wheel::advance called from an expiry handler");
     struct advancing_guard {
         bool& flag;
-        explicit advancing_guard(bool& f) : flag(f) { flag = true; }
+        explicit advancing_guard(bool& f)
+            : flag(f) {
+            flag = true;
+        }
         ~advancing_guard() { flag = false; }
     } guard{advancing_};
 
     std::size_t fired = 0;
     for (;;) {
-        while (!run_queue_.empty()) {
+        while (run_queue_.next_ != &run_queue_) {
             if (fired == budget) {
                 return fired;
             }
-            wheel_entry& entry = run_queue_.front();
-            run_queue_.pop_front();
+            wheel_entry& entry = entry_of(run_queue_.next_);
+            entry.unlink();
             if (entry.deadline_ > now_) {
-                file(entry); // moved later
+                file(entry, entry.meta_ & ~wheel_entry::slot_mask); // moved later
                 continue;
             }
             ++fired;
@@ -152,40 +213,103 @@ std::size_t wheel::advance(tick_type now, std::size_t budget, Handler&& handler)
         }
         const std::optional<slot_ref> next = next_slot();
         if (!next || next->start > now) {
+            horizon_ = next ? next->start : no_tick;
             break;
         }
         now_ = next->start;
-        occupied_[next->level] &= ~(std::uint64_t{1} << next->index);
-        // Re-file what is not yet due before any handler runs, so that an entry armed by a
-        // handler for the same tick as a cascading one goes behind it (FIFO).
-        list_type spliced;
-        spliced.splice(spliced.end(), slots_[next->level][next->index]);
-        while (!spliced.empty()) {
-            wheel_entry& entry = spliced.front();
-            spliced.pop_front();
-            file(entry); // due: onto the run queue, in order
+        occupied_[next->level][next->index / 64] &= ~(std::uint64_t{1} << (next->index % 64));
+        if (next->level == levels_ - 1) {
+            top_start_[next->index] = no_tick; // what stays for a later rotation sets it again
+        }
+        if (next->level == 0) {
+            // One tick's entries, in firing order: they become the run queue (empty here).
+            link& slot = level0_[next->index];
+            run_queue_.next_ = slot.next_;
+            run_queue_.prev_ = slot.prev_;
+            run_queue_.next_->prev_ = &run_queue_;
+            run_queue_.prev_->next_ = &run_queue_;
+            slot.next_ = slot.prev_ = &slot;
+        } else {
+            // Re-file what is not yet due before any handler runs, so that an entry armed
+            // by a handler for the same tick as a cascading one goes behind it (FIFO).
+            cascade(next->level, next->index);
         }
     }
-    if (now > now_) {
-        now_ = now;
-    }
+    now_ = std::max(now_, now);
     return fired;
+}
+
+inline void wheel::cascade(unsigned level, unsigned index) noexcept {
+    // The slot's lists are detached, then walked in turn, one entry of each per round, so
+    // that the loads of the next entries of the four chains are in flight together. Each
+    // list still ends at its (now empty) head.
+    std::array<link, lists>& heads = upper_[level - 1][index];
+    std::array<link*, lists> at;
+    for (unsigned i = 0; i < lists; ++i) {
+        at[i] = heads[i].next_;
+        heads[i].next_ = heads[i].prev_ = &heads[i];
+    }
+    for (;;) {
+        unsigned walking = 0;
+        for (unsigned i = 0; i < lists; ++i) {
+            if (at[i] != &heads[i]) {
+                link* const node = at[i];
+                at[i] = node->next_;
+                __builtin_prefetch(at[i]);
+                wheel_entry& entry = entry_of(node);
+                file(entry, entry.meta_ & ~wheel_entry::slot_mask);
+                ++walking;
+            }
+        }
+        if (walking == 0) {
+            return;
+        }
+    }
 }
 
 template <typename Handler>
 std::size_t wheel::drain(Handler&& handler) {
-    list_type drained;
-    drained.splice(drained.end(), run_queue_);
-    for (unsigned level = 0; level < levels_; ++level) {
-        for (list_type& slot : slots_[level]) {
-            drained.splice(drained.end(), slot);
+    link drained;
+    drained.next_ = drained.prev_ = &drained;
+    const auto take = [&drained](link& head) {
+        if (head.next_ != &head) {
+            head.next_->prev_ = drained.prev_;
+            drained.prev_->next_ = head.next_;
+            head.prev_->next_ = &drained;
+            drained.prev_ = head.prev_;
+            head.next_ = head.prev_ = &head;
         }
-        occupied_[level] = 0;
+    };
+    take(run_queue_);
+    for (unsigned level = 0; level < levels_; ++level) {
+        for (unsigned index = 0; index < slots; ++index) {
+            if (level == 0) {
+                take(level0_[index]);
+            } else {
+                for (link& head : upper_[level - 1][index]) {
+                    take(head);
+                }
+            }
+        }
+        occupied_[level] = {};
     }
+    top_start_.fill(no_tick);
+    horizon_ = no_tick;
+    // If the handler throws, the entries not yet visited are left disarmed.
+    struct disarm_rest {
+        link& list;
+        ~disarm_rest() {
+            for (link* node = list.next_; node != &list;) {
+                link* const next = node->next_;
+                node->next_ = nullptr;
+                node = next;
+            }
+        }
+    } rest{drained};
     std::size_t visited = 0;
-    while (!drained.empty()) {
-        wheel_entry& entry = drained.front();
-        drained.pop_front();
+    while (drained.next_ != &drained) {
+        wheel_entry& entry = entry_of(drained.next_);
+        entry.unlink();
         ++visited;
         handler(entry);
     }
