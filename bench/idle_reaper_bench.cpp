@@ -48,27 +48,41 @@
 //
 
 #include <timewheel/idle_reaper.hpp>
+#include <timewheel/wheel_timer.hpp>
+
+#include "support/op_clock.hpp"
+#include "support/workload.hpp"
 
 #include <benchmark/benchmark.h>
 #include <boost/asio/detail/wait_handler.hpp>
+#include <boost/asio/executor_work_guard.hpp>
 #include <boost/asio/io_context.hpp>
 #include <boost/asio/ip/tcp.hpp>
 #include <boost/asio/post.hpp>
 #include <boost/asio/steady_timer.hpp>
 
 #include <arpa/inet.h>
+#if defined(__x86_64__) || defined(__i386__)
+#include <immintrin.h>
+#endif
 #include <netinet/in.h>
 #include <poll.h>
 #include <sys/resource.h>
 #include <sys/socket.h>
 #include <sys/wait.h>
+#include <time.h>
 #include <unistd.h>
 
 #include <algorithm>
+#include <array>
+#include <atomic>
 #include <chrono>
 #include <cstddef>
 #include <cstdint>
 #include <cstdio>
+#include <cstring>
+#include <iterator>
+#include <map>
 #include <memory>
 #include <new>
 #include <numeric>
@@ -395,6 +409,244 @@ void steady_timer_socket_touch(benchmark::State& state, std::size_t n) {
     state.counters["bytes"] = steady_timer_bytes;
 }
 
+// --- hot_touch: the timer's incremental cost when the connection is in cache ---------------
+
+// A connection object of 256 bytes: a counter and the timer part in the first 192 bytes
+// (padded), then a 64-byte read buffer. The same stride for every implementation, so that
+// the memory traffic of the loop around the timer is the same.
+constexpr std::size_t hot_stride = 256;
+constexpr std::size_t hot_header_bytes = 192;
+constexpr std::size_t hot_request_bytes = 64;
+
+// The idle timeout: long enough that the slowest implementation visits every connection
+// several times per timeout on a loaded machine (nothing expires: the `expired` counter says
+// so), short enough that the timed window of one timeout stays short.
+clock_type::duration hot_timeout(std::size_t n) {
+    return n > 100'000 ? std::chrono::seconds(10) : std::chrono::seconds(2);
+}
+
+struct no_timer {};
+
+template <typename Timer>
+struct alignas(64) hot_connection {
+    template <typename... Args>
+    explicit hot_connection(Args&&... args)
+        : timer(std::forward<Args>(args)...) {}
+
+    std::uint64_t bytes_read = 0;
+    Timer timer;
+    std::array<unsigned char, hot_header_bytes - sizeof(std::uint64_t) - sizeof(Timer)> padding{};
+    std::array<unsigned char, hot_request_bytes> buffer{};
+};
+
+// What a read handler does before it refreshes the idle timeout: the data lands in the
+// buffer, the handler updates the connection's counters and reads its state (one word of
+// each of the object's cache lines). The stored value depends on every load, and the fence
+// waits until the store has reached the cache: from then on the connection is in L1, as
+// after a real read (whose system call writes the buffer), and the ordered clock read of the
+// timer operation that follows does not wait out the miss.
+template <typename Timer>
+inline void simulate_read(hot_connection<Timer>& c, std::uint64_t seq) {
+    static_assert(sizeof(hot_connection<Timer>) == hot_stride);
+    std::uint64_t state = 0;
+    const auto* bytes = reinterpret_cast<const unsigned char*>(&c);
+    for (std::size_t line = 64; line < hot_header_bytes; line += 64) {
+        std::uint64_t word;
+        std::memcpy(&word, bytes + line, sizeof word);
+        state += word;
+    }
+    std::uint64_t request[hot_request_bytes / 8];
+    for (std::size_t i = 0; i < std::size(request); ++i) {
+        request[i] = seq + i + (state & 1);
+    }
+    std::memcpy(c.buffer.data(), request, sizeof request);
+    c.bytes_read += hot_request_bytes;
+#if defined(__x86_64__) || defined(__i386__)
+    // Not std::atomic_thread_fence(seq_cst): g++ makes that a `lock or` to the stack, which
+    // lets the next connection's loads run ahead of it on AMD Zen, so that the misses of the
+    // no_timer loop overlap while the timers' ordered clock reads would still wait them out.
+    // mfence keeps later loads behind the store, as the read's system call does.
+    _mm_mfence();
+#else
+    std::atomic_thread_fence(std::memory_order_seq_cst);
+#endif
+}
+
+struct hot_result {
+    double wall_ns = 0; // per touch
+    double cpu_ns = 0;  // per touch, CPU time of this thread
+    std::uint64_t touches = 0;
+    std::uint64_t allocations = 0;
+    double batch_ns = 0; // per touch: wall time inside the batches (the reads and touches)
+};
+
+double thread_cpu_seconds() {
+    timespec ts{};
+    clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
+    return static_cast<double>(ts.tv_sec) + static_cast<double>(ts.tv_nsec) * 1e-9;
+}
+
+// Touches connections in the visit order, `batch` per posted handler followed by a poll()
+// (which runs the wheel when a slot is due, and steady_timer's aborted handlers), for
+// `window` of real time.
+template <typename Connection, typename Touch>
+hot_result hot_window(net::io_context& io, const std::vector<Connection*>& order, std::size_t& next,
+                      std::uint64_t& seq, clock_type::duration window, Touch touch) {
+    const std::uint64_t first = seq;
+    const std::uint64_t allocations = timewheel_bench::allocations();
+    clock_type::duration in_batches{};
+    const double cpu_start = thread_cpu_seconds();
+    const auto start = clock_type::now();
+    const auto end = start + window;
+    auto now = start;
+    while (now < end) {
+        net::post(io, [&] {
+            const auto batch_start = clock_type::now();
+            for (std::size_t i = 0; i < batch; ++i) {
+                Connection& c = *order[next];
+                next = next + 1 == order.size() ? 0 : next + 1;
+                simulate_read(c, ++seq);
+                touch(c);
+            }
+            in_batches += clock_type::now() - batch_start;
+        });
+        io.poll();
+        now = clock_type::now();
+    }
+    const std::uint64_t touches = seq - first; // the touches that ran
+    hot_result r;
+    r.touches = touches;
+    r.allocations = timewheel_bench::allocations() - allocations;
+    r.wall_ns = std::chrono::duration<double, std::nano>(now - start).count() /
+                static_cast<double>(touches);
+    r.cpu_ns = (thread_cpu_seconds() - cpu_start) * 1e9 / static_cast<double>(touches);
+    r.batch_ns =
+        std::chrono::duration<double, std::nano>(in_batches).count() / static_cast<double>(touches);
+    return r;
+}
+
+// The no_timer loop's figures per N, from this process: the timer benchmarks subtract them.
+std::map<std::size_t, hot_result>& hot_baselines() {
+    static std::map<std::size_t, hot_result> baselines;
+    return baselines;
+}
+
+// Arms every connection (in the arm order), warms up for half a timeout (untimed), then
+// times a window of one timeout: with the connections touched in a cycle much shorter than
+// the timeout, every entry comes due about once per timeout, so the window holds one
+// period's re-filing of every connection whatever its phase.
+template <typename Timer, typename Make, typename Arm, typename Touch>
+hot_result hot_run(std::size_t n, Make make, Arm arm, Touch touch, net::io_context& io) {
+    // Without outstanding work (no_timer), a poll() would stop the io_context, and the later
+    // ones would leave the batches queued.
+    auto guard = net::make_work_guard(io);
+    const timewheel_bench::workload& w = timewheel_bench::get_workload(n);
+    timewheel_bench::scattered<hot_connection<Timer>> connections(w, make);
+    for (std::size_t i = 0; i < n; ++i) {
+        arm(*connections.by_arm()[i]); // the live set, in the arm order
+    }
+    std::size_t next = 0;
+    std::uint64_t seq = 0;
+    io.poll();
+    hot_window(io, connections.by_visit(), next, seq, hot_timeout(n) / 2, touch);
+    return hot_window(io, connections.by_visit(), next, seq, hot_timeout(n), touch);
+}
+
+hot_result no_timer_run(std::size_t n) {
+    net::io_context io(1);
+    return hot_run<no_timer>(
+        n, [] { return hot_connection<no_timer>(); }, [](hot_connection<no_timer>&) {},
+        [](hot_connection<no_timer>&) {}, io);
+}
+
+void report_hot(benchmark::State& state, std::size_t n, const hot_result& r,
+                std::uint64_t expired) {
+    auto& baselines = hot_baselines();
+    if (baselines.find(n) == baselines.end()) {
+        baselines[n] = no_timer_run(n); // filtered out: measure it now, in this process
+    }
+    const hot_result& base = baselines[n];
+    state.SetItemsProcessed(static_cast<std::int64_t>(r.touches));
+    state.counters["ns_per_touch"] = r.wall_ns;
+    state.counters["batch_ns_per_touch"] = r.batch_ns;
+    state.counters["poll_ns_per_touch"] = r.wall_ns - r.batch_ns;
+    state.counters["cpu_ns_per_touch"] = r.cpu_ns;
+    state.counters["no_timer_ns_per_touch"] = base.wall_ns;
+    state.counters["no_timer_cpu_ns_per_touch"] = base.cpu_ns;
+    state.counters["incremental_ns"] = r.wall_ns - base.wall_ns;
+    state.counters["incremental_cpu_ns"] = r.cpu_ns - base.cpu_ns;
+    state.counters["touches_per_timeout"] = static_cast<double>(r.touches) / static_cast<double>(n);
+    state.counters["expired"] = static_cast<double>(expired);
+    state.counters["timeout_s"] = std::chrono::duration<double>(hot_timeout(n)).count();
+    state.counters["allocs_per_touch"] =
+        static_cast<double>(r.allocations) / static_cast<double>(r.touches);
+    state.counters["connections"] = static_cast<double>(n);
+}
+
+void no_timer_hot_touch(benchmark::State& state, std::size_t n) {
+    for (auto _ : state) {
+        const hot_result r = no_timer_run(n);
+        hot_baselines()[n] = r;
+        report_hot(state, n, r, 0);
+    }
+}
+
+struct counting_action {
+    std::uint64_t* expired;
+    void operator()() const noexcept { ++*expired; }
+};
+
+void idle_reaper_hot_touch(benchmark::State& state, std::size_t n) {
+    using reaper = tw::idle_reaper<counting_action>;
+    for (auto _ : state) {
+        net::io_context io(1);
+        std::uint64_t expired = 0;
+        const hot_result r = hot_run<reaper>(
+            n,
+            [&] { return hot_connection<reaper>(io, hot_timeout(n), counting_action{&expired}); },
+            [](hot_connection<reaper>& c) { c.timer.start(); },
+            [](hot_connection<reaper>& c) { c.timer.touch(); }, io);
+        report_hot(state, n, r, expired);
+    }
+}
+
+void wheel_timer_hot_touch(benchmark::State& state, std::size_t n) {
+    for (auto _ : state) {
+        net::io_context io(1);
+        std::uint64_t expired = 0;
+        const hot_result r = hot_run<tw::wheel_timer>(
+            n, [&] { return hot_connection<tw::wheel_timer>(io); },
+            [&](hot_connection<tw::wheel_timer>& c) {
+                c.timer.slack(tw::idle_reaper<>::default_slack(hot_timeout(n)));
+                c.timer.expires_after(hot_timeout(n));
+                c.timer.async_wait(on_idle{&expired});
+            },
+            [n](hot_connection<tw::wheel_timer>& c) { c.timer.reschedule_after(hot_timeout(n)); },
+            io);
+        report_hot(state, n, r, expired);
+    }
+}
+
+void steady_timer_hot_touch(benchmark::State& state, std::size_t n) {
+    for (auto _ : state) {
+        net::io_context io(1);
+        std::uint64_t expired = 0;
+        const hot_result r = hot_run<net::steady_timer>(
+            n, [&] { return hot_connection<net::steady_timer>(io); },
+            [&](hot_connection<net::steady_timer>& c) {
+                c.timer.expires_after(hot_timeout(n));
+                c.timer.async_wait(on_idle{&expired});
+            },
+            [&](hot_connection<net::steady_timer>& c) {
+                c.timer.expires_after(hot_timeout(n)); // aborts the pending wait
+                c.timer.async_wait(on_idle{&expired});
+            },
+            io);
+        report_hot(state, n, r, expired);
+        io.poll(); // the aborted handlers of the connections destroyed above
+    }
+}
+
 // --- registration -------------------------------------------------------------------------
 
 using bench_fn = void (*)(benchmark::State&, std::size_t);
@@ -410,6 +662,14 @@ using bench_fn = void (*)(benchmark::State&, std::size_t);
         {"lazy_steady_timer/touch/1000000", lazy_steady_timer_touch, 1'000'000},
         {"idle_reaper/socket_touch/10000", idle_reaper_socket_touch, 10'000},
         {"steady_timer/socket_touch/10000", steady_timer_socket_touch, 10'000},
+        {"no_timer/hot_touch/10000", no_timer_hot_touch, 10'000},
+        {"idle_reaper/hot_touch/10000", idle_reaper_hot_touch, 10'000},
+        {"wheel_timer/hot_touch/10000", wheel_timer_hot_touch, 10'000},
+        {"steady_timer/hot_touch/10000", steady_timer_hot_touch, 10'000},
+        {"no_timer/hot_touch/1000000", no_timer_hot_touch, 1'000'000},
+        {"idle_reaper/hot_touch/1000000", idle_reaper_hot_touch, 1'000'000},
+        {"wheel_timer/hot_touch/1000000", wheel_timer_hot_touch, 1'000'000},
+        {"steady_timer/hot_touch/1000000", steady_timer_hot_touch, 1'000'000},
     };
     for (const auto& c : cases) {
         const bench_fn fn = c.fn;
