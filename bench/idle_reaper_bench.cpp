@@ -73,6 +73,10 @@
 #include <time.h>
 #include <unistd.h>
 
+#if defined(__GLIBC__)
+#include <malloc.h>
+#endif
+
 #include <algorithm>
 #include <array>
 #include <atomic>
@@ -89,6 +93,7 @@
 #include <optional>
 #include <random>
 #include <string>
+#include <thread>
 #include <utility>
 #include <vector>
 
@@ -647,6 +652,130 @@ void steady_timer_hot_touch(benchmark::State& state, std::size_t n) {
     }
 }
 
+// --- idle_1m: memory and wakeups of 1M idle connections ------------------------------------
+
+// 1,000,000 connections that have gone quiet at different times: the last activity of each
+// is uniform over the past 30 s, so its idle deadline is uniform over the next 30 s (about
+// 33,000 come due per second), and no connection is touched during the window. The idle
+// timeout is 30 s; a reaper is given the remaining time as its timeout and the slack of a
+// 30 s timeout (3.75 s), which is the state its wheel entry would be in.
+
+constexpr std::chrono::milliseconds idle_window{3000};
+constexpr std::chrono::seconds idle_timeout{30};
+
+// As large as close_stream (two pointers), so that sizeof(idle_reaper<idle_close>) is what a
+// server's idle_reaper<> costs.
+struct idle_close {
+    std::uint64_t* fired;
+    void* stream;
+    void operator()() const noexcept { ++*fired; }
+};
+static_assert(sizeof(tw::idle_reaper<idle_close>) == sizeof(tw::idle_reaper<>));
+
+std::size_t heap_in_use() {
+#if defined(__GLIBC__)
+    const struct mallinfo2 info = mallinfo2();
+    return info.uordblks + info.hblkhd;
+#else
+    return 0;
+#endif
+}
+
+struct idle_usage {
+    double seconds = 0;
+    double cpu_seconds = 0;
+    long switches = 0;
+};
+
+idle_usage idle_usage_now() {
+    rusage ru{};
+    getrusage(RUSAGE_THREAD, &ru);
+    const auto seconds = [](const timeval& tv) {
+        return static_cast<double>(tv.tv_sec) + static_cast<double>(tv.tv_usec) * 1e-6;
+    };
+    return {0, seconds(ru.ru_utime) + seconds(ru.ru_stime), ru.ru_nvcsw};
+}
+
+// Runs io on this thread for idle_window of real time (another thread calls stop()), as
+// report_bench.cpp's wakeup windows do, and returns what this thread did.
+idle_usage run_idle_window(net::io_context& io) {
+    auto guard = net::make_work_guard(io);
+    const auto start = clock_type::now();
+    std::thread stopper([&io] {
+        std::this_thread::sleep_for(idle_window);
+        io.stop();
+    });
+    const idle_usage before = idle_usage_now();
+    io.run();
+    const idle_usage after = idle_usage_now();
+    stopper.join();
+    idle_usage r;
+    r.seconds = std::chrono::duration<double>(clock_type::now() - start).count();
+    r.cpu_seconds = after.cpu_seconds - before.cpu_seconds;
+    r.switches = after.switches - before.switches;
+    io.restart();
+    return r;
+}
+
+std::vector<clock_type::duration> idle_remaining(std::size_t n) {
+    std::mt19937_64 rng(20261123);
+    std::uniform_int_distribution<std::int64_t> us(1, 30'000'000);
+    std::vector<clock_type::duration> remaining(n);
+    for (auto& r : remaining) {
+        r = std::chrono::microseconds(us(rng));
+    }
+    return remaining;
+}
+
+void report_idle(benchmark::State& state, const idle_usage& u, std::uint64_t fired, double bytes,
+                 double heap_bytes, std::size_t n) {
+    state.counters["bytes"] = bytes;
+    state.counters["heap_bytes"] = heap_bytes;
+    state.counters["switches_per_s"] = static_cast<double>(u.switches) / u.seconds;
+    state.counters["fired_per_s"] = static_cast<double>(fired) / u.seconds;
+    state.counters["cpu_percent"] = 100.0 * u.cpu_seconds / u.seconds;
+    state.counters["connections"] = static_cast<double>(n);
+}
+
+void idle_reaper_idle_1m(benchmark::State& state, std::size_t n) {
+    const std::vector<clock_type::duration> remaining = idle_remaining(n);
+    for (auto _ : state) {
+        net::io_context io(1);
+        auto& service = net::use_service<tw::wheel_service>(io);
+        std::uint64_t fired = 0;
+        const std::size_t heap_before = heap_in_use();
+        block<tw::idle_reaper<idle_close>> reapers(n, [&](auto* p, std::size_t i) {
+            new (p) tw::idle_reaper<idle_close>(io, remaining[i], idle_close{&fired, nullptr},
+                                                tw::idle_reaper<>::default_slack(idle_timeout));
+            p->start();
+        });
+        const double heap_bytes =
+            static_cast<double>(heap_in_use() - heap_before) / static_cast<double>(n);
+        const std::uint64_t wakeups = service.wakeups();
+        const idle_usage u = run_idle_window(io);
+        state.counters["wakeups_per_s"] =
+            static_cast<double>(service.wakeups() - wakeups) / u.seconds;
+        report_idle(state, u, fired, sizeof(tw::idle_reaper<>), heap_bytes, n);
+    }
+}
+
+void steady_timer_idle_1m(benchmark::State& state, std::size_t n) {
+    const std::vector<clock_type::duration> remaining = idle_remaining(n);
+    for (auto _ : state) {
+        net::io_context io(1);
+        std::uint64_t fired = 0;
+        const std::size_t heap_before = heap_in_use();
+        block<net::steady_timer> timers(n, [&](auto* p, std::size_t i) {
+            new (p) net::steady_timer(io, remaining[i]);
+            p->async_wait(on_idle{&fired});
+        });
+        const double heap_bytes =
+            static_cast<double>(heap_in_use() - heap_before) / static_cast<double>(n);
+        const idle_usage u = run_idle_window(io);
+        report_idle(state, u, fired, steady_timer_bytes, heap_bytes, n);
+    }
+}
+
 // --- registration -------------------------------------------------------------------------
 
 using bench_fn = void (*)(benchmark::State&, std::size_t);
@@ -662,6 +791,8 @@ using bench_fn = void (*)(benchmark::State&, std::size_t);
         {"lazy_steady_timer/touch/1000000", lazy_steady_timer_touch, 1'000'000},
         {"idle_reaper/socket_touch/10000", idle_reaper_socket_touch, 10'000},
         {"steady_timer/socket_touch/10000", steady_timer_socket_touch, 10'000},
+        {"idle_reaper/idle_1m/1000000", idle_reaper_idle_1m, 1'000'000},
+        {"steady_timer/idle_1m/1000000", steady_timer_idle_1m, 1'000'000},
         {"no_timer/hot_touch/10000", no_timer_hot_touch, 10'000},
         {"idle_reaper/hot_touch/10000", idle_reaper_hot_touch, 10'000},
         {"wheel_timer/hot_touch/10000", wheel_timer_hot_touch, 10'000},
