@@ -9,6 +9,12 @@
 //   lazy_steady_timer/touch/1000000  (for reference, see below)
 //   idle_reaper/socket_touch/10000   10k connection objects that own live loopback sockets
 //   steady_timer/socket_touch/10000
+//   no_timer/hot_touch/N             N = 10000, 1000000: a touch right after a read, the
+//   idle_reaper/hot_touch/N          connection in cache, time advancing; the timer's
+//   wheel_timer/hot_touch/N          incremental cost over the no_timer loop (see
+//   steady_timer/hot_touch/N         "hot_touch" below)
+//   idle_reaper/idle_1m/1000000      1M idle connections: bytes per connection and wakeups
+//   steady_timer/idle_1m/1000000     per second (see "idle_1m" below)
 //
 // One touch, for each implementation, is what a server does after a read:
 //   idle_reaper        reaper.touch(): one steady_clock read and one store into the reaper
@@ -45,6 +51,72 @@
 // because both ends in one process need about 20k descriptors and the hard limit here is
 // 20000; the soft limit is raised to the hard one. If fewer fit, the counter `connections`
 // says how many were used (the name keeps 10000).
+//
+// hot_touch: what a server pays, with the connection in cache. The touch/* benchmarks above
+// visit 1M connections in random order, so each touch pays a cache miss on the connection,
+// and the ordered clock read of the touch waits it out: they measure memory as much as
+// timers. A server touches a connection right after reading into it, when it is in cache.
+// Here each of N connection objects (256 bytes: a counter and the timer part in the first
+// 192 bytes, a 64-byte read buffer; the same stride for every implementation) lives in
+// memory in an order unrelated to the order it is armed in or visited in (bench/support/
+// workload.hpp: three independent permutations). One touch is
+//   1. the simulated read: load one word of each of the object's other cache lines (the
+//      handler reading the connection's state), write 64 bytes into its buffer (the values
+//      depend on those loads), add to its byte counter, then `mfence`: the write has landed
+//      in L1 before the timer operation, as a read's system call would have ensured, and
+//      the next connection's loads cannot run ahead (a `lock or`, what g++ makes of
+//      std::atomic_thread_fence(seq_cst), lets them on AMD Zen);
+//   2. the timer operation, on that connection:
+//        no_timer       nothing (the baseline loop);
+//        idle_reaper    touch() (idle_reaper<counting action>, started once);
+//        wheel_timer    reschedule_after(timeout) of a pending async_wait (slack timeout/8,
+//                       as the reaper's), lazily moved;
+//        steady_timer   expires_after(timeout), which aborts the pending wait, plus a new
+//                       async_wait(); the aborted handler runs in the poll() that follows.
+// The touches run 128 per posted handler, each handler followed by io_context::poll(), which
+// also runs the wheel when an entry is due (re-filing the touched ones lazily, once per
+// timeout per connection) and steady_timer's aborted handlers: all inside the timed window.
+// Time advances for real: the idle timeout is 2 s at 10k and 10 s at 1M connections, the set
+// is armed, warmed up untimed for half a timeout, then timed for one whole timeout, so that
+// the window holds one period's re-filing of every connection whatever its phase. Nothing
+// may expire (counter `expired`: 0); `touches_per_timeout` says how many times each
+// connection was touched per timeout, which sets the share of the re-filing per touch (a
+// server touched once a second with a 30 s timeout has 30).
+// Counters (per touch, over the timed window):
+//   ns_per_touch, cpu_ns_per_touch     wall time; CPU time of the benchmark thread;
+//   batch_ns_per_touch                 wall time inside the batches (the reads and the timer
+//                                      operations); poll_ns_per_touch the rest (poll(): the
+//                                      wheel's runs, steady_timer's aborted handlers);
+//   no_timer_ns_per_touch, no_timer_cpu_ns_per_touch  the no_timer loop's, from this process
+//                                      (measured by no_timer/hot_touch/N when it ran before;
+//                                      otherwise measured on the spot);
+//   incremental_ns, incremental_cpu_ns the timer's incremental cost: ns_per_touch minus
+//                                      no_timer_ns_per_touch (and the same in CPU time);
+//   incremental_batch_ns, incremental_poll_ns  the same split into the batches' part (the
+//                                      timer operations) and poll()'s part;
+//   poll_ns_per_timeout                incremental_poll_ns times touches_per_timeout: poll()'s
+//                                      extra work per connection and per timeout (for the
+//                                      wheel, its re-filing), so that the cost per touch can be
+//                                      recomputed for another number of touches per timeout:
+//                                      incremental_batch_ns + poll_ns_per_timeout / touches;
+//   allocs_per_touch, expired, touches_per_timeout, timeout_s.
+//
+// idle_1m: 1,000,000 idle connections whose last activity is uniform over the past 30 s:
+// their deadlines are uniform over the next 30 s (about 33,000 due per second), and nothing
+// touches them. idle_reaper<> (its action the size of close_stream: 96 bytes) with the
+// remaining time as its timeout and the 3.75 s slack of a 30 s timeout; steady_timer with
+// expires_after(remaining) and an async_wait. The io_context runs for 3 s of real time
+// (another thread stops it). Counters:
+//   bytes            the timer part of a connection: sizeof(idle_reaper<>), or
+//                    sizeof(steady_timer) + its wait operation + its 16-byte heap entry;
+//   heap_bytes       glibc's mallinfo2() growth per connection while the 1M are created and
+//                    armed (the objects themselves, the operations with malloc's headers, the
+//                    timer queue's heap);
+//   wakeups_per_s    wheel_service::wakeups() per second (idle_reaper only);
+//   switches_per_s   voluntary context switches of the thread (getrusage RUSAGE_THREAD): each
+//                    is one block in epoll_wait and one wakeup, for either implementation;
+//   fired_per_s      actions or handlers run (the reaper's slack delays some past the window);
+//   cpu_percent      CPU time of the thread as a share of the window.
 //
 
 #include <timewheel/idle_reaper.hpp>
@@ -579,6 +651,15 @@ void report_hot(benchmark::State& state, std::size_t n, const hot_result& r,
     state.counters["no_timer_ns_per_touch"] = base.wall_ns;
     state.counters["no_timer_cpu_ns_per_touch"] = base.cpu_ns;
     state.counters["incremental_ns"] = r.wall_ns - base.wall_ns;
+    // The split: the timer operations themselves (inside the batches) and the rest of poll()
+    // (the wheel's runs; steady_timer's aborted handlers), the latter also per connection and
+    // per timeout, the unit in which the wheel re-files a touched entry.
+    state.counters["incremental_batch_ns"] = r.batch_ns - base.batch_ns;
+    state.counters["incremental_poll_ns"] =
+        (r.wall_ns - r.batch_ns) - (base.wall_ns - base.batch_ns);
+    state.counters["poll_ns_per_timeout"] =
+        ((r.wall_ns - r.batch_ns) - (base.wall_ns - base.batch_ns)) *
+        static_cast<double>(r.touches) / static_cast<double>(n);
     state.counters["incremental_cpu_ns"] = r.cpu_ns - base.cpu_ns;
     state.counters["touches_per_timeout"] = static_cast<double>(r.touches) / static_cast<double>(n);
     state.counters["expired"] = static_cast<double>(expired);
