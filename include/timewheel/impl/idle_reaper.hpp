@@ -116,6 +116,25 @@ void idle_reaper<Action>::set_timeout(duration timeout, duration slack) {
 }
 
 template <typename Action>
+bool idle_reaper<Action>::push_back() noexcept {
+    if (!armed()) {
+        return false;
+    }
+    // A later deadline moves the entry lazily (wheel::move's early return: a compare and a
+    // store into the entry), and then the wheel re-files it on its way through the old slot,
+    // without firing it: one walk of the slot instead of the two of firing it onto the run
+    // queue and calling the reaper back, which at 1M connections are two cache misses each.
+    // A later deadline never asks the driver for an earlier wakeup, so nothing here can
+    // throw. An earlier one (touch(time_point) with an earlier time) leaves the entry where
+    // it is: the check at expiry below reaps at that deadline, never before the new one.
+    const time_point due = this->due();
+    if (service_->to_tick(due) >= wheel_entry::deadline()) {
+        service_->reschedule(*this, due);
+    }
+    return true;
+}
+
+template <typename Action>
 void idle_reaper<Action>::on_event(wheel_service& service, detail::service_entry& entry,
                                    detail::entry_event event) {
     if (event != detail::entry_event::expired) {
