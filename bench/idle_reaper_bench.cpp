@@ -17,14 +17,14 @@
 //   steady_timer/idle_1m/1000000     per second (see "idle_1m" below)
 //
 // One touch, for each implementation, is what a server does after a read:
-//   idle_reaper        reaper.touch(): one steady_clock read and one store into the reaper
-//                      (the wheel is not touched; the entry re-arms itself at expiry).
+//   idle_reaper        reaper.touch(): one steady_clock read, a store into the reaper and a
+//                      lazy move of its wheel entry (a compare and a store into the entry).
 //   steady_timer       timer.expires_after(timeout), which aborts the pending wait, then
 //                      timer.async_wait(handler); the aborted handler runs on the next turn
 //                      of the io_context (it is part of the cost).
 //   lazy_steady_timer  the known workaround for steady_timer: store the time of the last
 //                      read and let the pending wait, when it fires, re-arm for the rest of
-//                      the period. A touch is one clock read and one store, as for the reaper;
+//                      the period. A touch is one clock read and one store, like the reaper's;
 //                      it is listed so that the steady_timer ratio is not mistaken for the
 //                      only alternative. The reaper's other gains (80-96 bytes per connection,
 //                      no operation allocated per wait, O(1) expiry) remain.

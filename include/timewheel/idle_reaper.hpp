@@ -164,7 +164,7 @@ private:
  *                     self->idle_.cancel();
  *                     return;
  *                 }
- *                 self->idle_.touch(); // O(1): one clock read and one store
+ *                 self->idle_.touch(); // O(1): a clock read and a lazy move
  *                 self->write(n);
  *             });
  *     }
