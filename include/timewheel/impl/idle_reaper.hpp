@@ -124,12 +124,17 @@ bool idle_reaper<Action>::push_back() noexcept {
     // store into the entry), and then the wheel re-files it on its way through the old slot,
     // without firing it: one walk of the slot instead of the two of firing it onto the run
     // queue and calling the reaper back, which at 1M connections are two cache misses each.
-    // A later deadline never asks the driver for an earlier wakeup, so nothing here can
-    // throw. An earlier one (touch(time_point) with an earlier time) leaves the entry where
-    // it is: the check at expiry below reaps at that deadline, never before the new one.
+    // An earlier deadline (touch(time_point) with an earlier time) leaves the entry where it
+    // is: the check at expiry below reaps at that deadline, never before the new one.
     const time_point due = this->due();
     if (service_->to_tick(due) >= wheel_entry::deadline()) {
-        service_->reschedule(*this, due);
+        try {
+            service_->reschedule(*this, due);
+        } catch (...) {
+            // Only a driver re-arm for an earlier wakeup can throw (bad_alloc), and a later
+            // deadline never needs one: the entry has moved and the wakeup already pending
+            // comes first, so the state is consistent either way.
+        }
     }
     return true;
 }
