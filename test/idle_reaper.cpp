@@ -454,10 +454,9 @@ BOOST_AUTO_TEST_CASE(reapers_with_random_timeouts_never_fire_early) {
     BOOST_TEST(late == 0);
 }
 
-// At expiry the reaper compares its deadline with the start of the tick the wheel is
-// firing, not with a fresh clock reading. Deadlines that fall inside a tick (touch times
-// with sub-millisecond offsets) must still be reaped once, never early, and without the
-// entry firing over and over within the tick (which would show as a burst of wakeups).
+// Touches with sub-millisecond offsets (touch(time_point), later than the start) move the
+// entry lazily to deadlines inside a tick: each reaper must still be reaped once, never
+// early, and without its entry firing over and over within a tick (a burst of wakeups).
 BOOST_AUTO_TEST_CASE(deadlines_inside_a_tick_are_reaped_once_and_never_early) {
     net::io_context io;
     constexpr std::size_t count = 500;

@@ -146,19 +146,11 @@ void idle_reaper<Action>::on_event(wheel_service& service, detail::service_entry
         return; // shutdown: the context is going away; user code must not run
     }
     auto& self = static_cast<idle_reaper&>(entry);
-    // The start of the tick the wheel is firing, not clock_type::now(): it is never later
-    // than the real time, so the reaper is never early, and the entry fires only once that
-    // tick has reached its deadline, so a reaper that was not touched is reaped all the same.
-    // A clock read here would cost one ordered read per expiry, which waits for the cold entry
-    // to arrive before the wheel can go on to the next one.
-    const wheel& w = service.get_wheel();
-    const time_point fired_at = service.to_time(w.now());
     const time_point due = self.due();
-    if (due > fired_at) {
-        // Touched since it was armed: the rest of the period, and at least the next tick, so
-        // that a deadline inside the current tick cannot make the entry fire again at once.
-        const time_point next_tick = service.to_time(w.now() + 1);
-        service.arm(self, due > next_tick ? due : next_tick, self.slack_);
+    if (due > clock_type::now()) {
+        // Touched with an earlier time, or while the entry was already due: the rest of the
+        // period. (A touch() with a later deadline moved the entry, which then never fires.)
+        service.arm(self, due, self.slack_);
         return;
     }
     self.reaped_ = true;
