@@ -9,16 +9,22 @@
 //   lazy_steady_timer/touch/1000000  (for reference, see below)
 //   idle_reaper/socket_touch/10000   10k connection objects that own live loopback sockets
 //   steady_timer/socket_touch/10000
+//   no_timer/hot_touch/N             N = 10000, 1000000: a touch right after a read, the
+//   idle_reaper/hot_touch/N          connection in cache, time advancing; the timer's
+//   wheel_timer/hot_touch/N          incremental cost over the no_timer loop (see
+//   steady_timer/hot_touch/N         "hot_touch" below)
+//   idle_reaper/idle_1m/1000000      1M idle connections: bytes per connection and wakeups
+//   steady_timer/idle_1m/1000000     per second (see "idle_1m" below)
 //
 // One touch, for each implementation, is what a server does after a read:
-//   idle_reaper        reaper.touch(): one steady_clock read and one store into the reaper
-//                      (the wheel is not touched; the entry re-arms itself at expiry).
+//   idle_reaper        reaper.touch(): one steady_clock read, a store into the reaper and a
+//                      lazy move of its wheel entry (a compare and a store into the entry).
 //   steady_timer       timer.expires_after(timeout), which aborts the pending wait, then
 //                      timer.async_wait(handler); the aborted handler runs on the next turn
 //                      of the io_context (it is part of the cost).
 //   lazy_steady_timer  the known workaround for steady_timer: store the time of the last
 //                      read and let the pending wait, when it fires, re-arm for the rest of
-//                      the period. A touch is one clock read and one store, as for the reaper;
+//                      the period. A touch is one clock read and one store, like the reaper's;
 //                      it is listed so that the steady_timer ratio is not mistaken for the
 //                      only alternative. The reaper's other gains (80-96 bytes per connection,
 //                      no operation allocated per wait, O(1) expiry) remain.
@@ -46,35 +52,120 @@
 // 20000; the soft limit is raised to the hard one. If fewer fit, the counter `connections`
 // says how many were used (the name keeps 10000).
 //
+// hot_touch: what a server pays, with the connection in cache. The touch/* benchmarks above
+// visit 1M connections in random order, so each touch pays a cache miss on the connection,
+// and the ordered clock read of the touch waits it out: they measure memory as much as
+// timers. A server touches a connection right after reading into it, when it is in cache.
+// Here each of N connection objects (256 bytes: a counter and the timer part in the first
+// 192 bytes, a 64-byte read buffer; the same stride for every implementation) lives in
+// memory in an order unrelated to the order it is armed in or visited in (bench/support/
+// workload.hpp: three independent permutations). One touch is
+//   1. the simulated read: load one word of each of the object's other cache lines (the
+//      handler reading the connection's state), write 64 bytes into its buffer (the values
+//      depend on those loads), add to its byte counter, then `mfence`: the write has landed
+//      in L1 before the timer operation, as a read's system call would have ensured, and
+//      the next connection's loads cannot run ahead (a `lock or`, what g++ makes of
+//      std::atomic_thread_fence(seq_cst), lets them on AMD Zen);
+//   2. the timer operation, on that connection:
+//        no_timer       nothing (the baseline loop);
+//        idle_reaper    touch() (idle_reaper<counting action>, started once);
+//        wheel_timer    reschedule_after(timeout) of a pending async_wait (slack timeout/8,
+//                       as the reaper's), lazily moved;
+//        steady_timer   expires_after(timeout), which aborts the pending wait, plus a new
+//                       async_wait(); the aborted handler runs in the poll() that follows.
+// The touches run 128 per posted handler, each handler followed by io_context::poll(), which
+// also runs the wheel when an entry is due (re-filing the touched ones lazily, once per
+// timeout per connection) and steady_timer's aborted handlers: all inside the timed window.
+// Time advances for real: the idle timeout is 2 s at 10k and 10 s at 1M connections, the set
+// is armed, warmed up untimed for half a timeout, then timed for one whole timeout, so that
+// the window holds one period's re-filing of every connection whatever its phase. Nothing
+// may expire (counter `expired`: 0); `touches_per_timeout` says how many times each
+// connection was touched per timeout, which sets the share of the re-filing per touch (a
+// server touched once a second with a 30 s timeout has 30).
+// Counters (per touch, over the timed window):
+//   ns_per_touch, cpu_ns_per_touch     wall time; CPU time of the benchmark thread;
+//   batch_ns_per_touch                 wall time inside the batches (the reads and the timer
+//                                      operations); poll_ns_per_touch the rest (poll(): the
+//                                      wheel's runs, steady_timer's aborted handlers);
+//   no_timer_ns_per_touch, no_timer_cpu_ns_per_touch  the no_timer loop's, from this process
+//                                      (measured by no_timer/hot_touch/N when it ran before;
+//                                      otherwise measured on the spot);
+//   incremental_ns, incremental_cpu_ns the timer's incremental cost: ns_per_touch minus
+//                                      no_timer_ns_per_touch (and the same in CPU time);
+//   incremental_batch_ns, incremental_poll_ns  the same split into the batches' part (the
+//                                      timer operations) and poll()'s part;
+//   poll_ns_per_timeout                incremental_poll_ns times touches_per_timeout: poll()'s
+//                                      extra work per connection and per timeout (for the
+//                                      wheel, its re-filing), so that the cost per touch can be
+//                                      recomputed for another number of touches per timeout:
+//                                      incremental_batch_ns + poll_ns_per_timeout / touches;
+//   allocs_per_touch, expired, touches_per_timeout, timeout_s.
+//
+// idle_1m: 1,000,000 idle connections whose last activity is uniform over the past 30 s:
+// their deadlines are uniform over the next 30 s (about 33,000 due per second), and nothing
+// touches them. idle_reaper<> (its action the size of close_stream: 96 bytes) with the
+// remaining time as its timeout and the 3.75 s slack of a 30 s timeout; steady_timer with
+// expires_after(remaining) and an async_wait. The io_context runs for 3 s of real time
+// (another thread stops it). Counters:
+//   bytes            the timer part of a connection: sizeof(idle_reaper<>), or
+//                    sizeof(steady_timer) + its wait operation + its 16-byte heap entry;
+//   heap_bytes       glibc's mallinfo2() growth per connection while the 1M are created and
+//                    armed (the objects themselves, the operations with malloc's headers, the
+//                    timer queue's heap);
+//   wakeups_per_s    wheel_service::wakeups() per second (idle_reaper only);
+//   switches_per_s   voluntary context switches of the thread (getrusage RUSAGE_THREAD): each
+//                    is one block in epoll_wait and one wakeup, for either implementation;
+//   fired_per_s      actions or handlers run (the reaper's slack delays some past the window);
+//   cpu_percent      CPU time of the thread as a share of the window.
+//
 
 #include <timewheel/idle_reaper.hpp>
+#include <timewheel/wheel_timer.hpp>
+
+#include "support/op_clock.hpp"
+#include "support/workload.hpp"
 
 #include <benchmark/benchmark.h>
 #include <boost/asio/detail/wait_handler.hpp>
+#include <boost/asio/executor_work_guard.hpp>
 #include <boost/asio/io_context.hpp>
 #include <boost/asio/ip/tcp.hpp>
 #include <boost/asio/post.hpp>
 #include <boost/asio/steady_timer.hpp>
 
 #include <arpa/inet.h>
+#if defined(__x86_64__) || defined(__i386__)
+#include <immintrin.h>
+#endif
 #include <netinet/in.h>
 #include <poll.h>
 #include <sys/resource.h>
 #include <sys/socket.h>
 #include <sys/wait.h>
+#include <time.h>
 #include <unistd.h>
 
+#if defined(__GLIBC__)
+#include <malloc.h>
+#endif
+
 #include <algorithm>
+#include <array>
+#include <atomic>
 #include <chrono>
 #include <cstddef>
 #include <cstdint>
 #include <cstdio>
+#include <cstring>
+#include <iterator>
+#include <map>
 #include <memory>
 #include <new>
 #include <numeric>
 #include <optional>
 #include <random>
 #include <string>
+#include <thread>
 #include <utility>
 #include <vector>
 
@@ -395,6 +486,377 @@ void steady_timer_socket_touch(benchmark::State& state, std::size_t n) {
     state.counters["bytes"] = steady_timer_bytes;
 }
 
+// --- hot_touch: the timer's incremental cost when the connection is in cache ---------------
+
+// A connection object of 256 bytes: a counter and the timer part in the first 192 bytes
+// (padded), then a 64-byte read buffer. The same stride for every implementation, so that
+// the memory traffic of the loop around the timer is the same.
+constexpr std::size_t hot_stride = 256;
+constexpr std::size_t hot_header_bytes = 192;
+constexpr std::size_t hot_request_bytes = 64;
+
+// The idle timeout: long enough that the slowest implementation visits every connection
+// several times per timeout on a loaded machine (nothing expires: the `expired` counter says
+// so), short enough that the timed window of one timeout stays short.
+clock_type::duration hot_timeout(std::size_t n) {
+    return n > 100'000 ? std::chrono::seconds(10) : std::chrono::seconds(2);
+}
+
+struct no_timer {};
+
+template <typename Timer>
+struct alignas(64) hot_connection {
+    template <typename... Args>
+    explicit hot_connection(Args&&... args)
+        : timer(std::forward<Args>(args)...) {}
+
+    std::uint64_t bytes_read = 0;
+    Timer timer;
+    std::array<unsigned char, hot_header_bytes - sizeof(std::uint64_t) - sizeof(Timer)> padding{};
+    std::array<unsigned char, hot_request_bytes> buffer{};
+};
+
+// What a read handler does before it refreshes the idle timeout: the data lands in the
+// buffer, the handler updates the connection's counters and reads its state (one word of
+// each of the object's cache lines). The stored value depends on every load, and the fence
+// waits until the store has reached the cache: from then on the connection is in L1, as
+// after a real read (whose system call writes the buffer), and the ordered clock read of the
+// timer operation that follows does not wait out the miss.
+template <typename Timer>
+inline void simulate_read(hot_connection<Timer>& c, std::uint64_t seq) {
+    static_assert(sizeof(hot_connection<Timer>) == hot_stride);
+    std::uint64_t state = 0;
+    const auto* bytes = reinterpret_cast<const unsigned char*>(&c);
+    for (std::size_t line = 64; line < hot_header_bytes; line += 64) {
+        std::uint64_t word;
+        std::memcpy(&word, bytes + line, sizeof word);
+        state += word;
+    }
+    std::uint64_t request[hot_request_bytes / 8];
+    for (std::size_t i = 0; i < std::size(request); ++i) {
+        request[i] = seq + i + (state & 1);
+    }
+    std::memcpy(c.buffer.data(), request, sizeof request);
+    c.bytes_read += hot_request_bytes;
+#if defined(__x86_64__) || defined(__i386__)
+    // Not std::atomic_thread_fence(seq_cst): g++ makes that a `lock or` to the stack, which
+    // lets the next connection's loads run ahead of it on AMD Zen, so that the misses of the
+    // no_timer loop overlap while the timers' ordered clock reads would still wait them out.
+    // mfence keeps later loads behind the store, as the read's system call does.
+    _mm_mfence();
+#else
+    std::atomic_thread_fence(std::memory_order_seq_cst);
+#endif
+}
+
+struct hot_result {
+    double wall_ns = 0; // per touch
+    double cpu_ns = 0;  // per touch, CPU time of this thread
+    std::uint64_t touches = 0;
+    std::uint64_t allocations = 0;
+    double batch_ns = 0; // per touch: wall time inside the batches (the reads and touches)
+};
+
+double thread_cpu_seconds() {
+    timespec ts{};
+    clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
+    return static_cast<double>(ts.tv_sec) + static_cast<double>(ts.tv_nsec) * 1e-9;
+}
+
+// Touches connections in the visit order, `batch` per posted handler followed by a poll()
+// (which runs the wheel when a slot is due, and steady_timer's aborted handlers), for
+// `window` of real time.
+template <typename Connection, typename Touch>
+hot_result hot_window(net::io_context& io, const std::vector<Connection*>& order, std::size_t& next,
+                      std::uint64_t& seq, clock_type::duration window, Touch touch) {
+    const std::uint64_t first = seq;
+    const std::uint64_t allocations = timewheel_bench::allocations();
+    clock_type::duration in_batches{};
+    const double cpu_start = thread_cpu_seconds();
+    const auto start = clock_type::now();
+    const auto end = start + window;
+    auto now = start;
+    while (now < end) {
+        net::post(io, [&] {
+            const auto batch_start = clock_type::now();
+            for (std::size_t i = 0; i < batch; ++i) {
+                Connection& c = *order[next];
+                next = next + 1 == order.size() ? 0 : next + 1;
+                simulate_read(c, ++seq);
+                touch(c);
+            }
+            in_batches += clock_type::now() - batch_start;
+        });
+        io.poll();
+        now = clock_type::now();
+    }
+    const std::uint64_t touches = seq - first; // the touches that ran
+    hot_result r;
+    r.touches = touches;
+    r.allocations = timewheel_bench::allocations() - allocations;
+    r.wall_ns = std::chrono::duration<double, std::nano>(now - start).count() /
+                static_cast<double>(touches);
+    r.cpu_ns = (thread_cpu_seconds() - cpu_start) * 1e9 / static_cast<double>(touches);
+    r.batch_ns =
+        std::chrono::duration<double, std::nano>(in_batches).count() / static_cast<double>(touches);
+    return r;
+}
+
+// The no_timer loop's figures per N, from this process: the timer benchmarks subtract them.
+std::map<std::size_t, hot_result>& hot_baselines() {
+    static std::map<std::size_t, hot_result> baselines;
+    return baselines;
+}
+
+// Arms every connection (in the arm order), warms up for half a timeout (untimed), then
+// times a window of one timeout: with the connections touched in a cycle much shorter than
+// the timeout, every entry comes due about once per timeout, so the window holds one
+// period's re-filing of every connection whatever its phase.
+template <typename Timer, typename Make, typename Arm, typename Touch>
+hot_result hot_run(std::size_t n, Make make, Arm arm, Touch touch, net::io_context& io) {
+    // Without outstanding work (no_timer), a poll() would stop the io_context, and the later
+    // ones would leave the batches queued.
+    auto guard = net::make_work_guard(io);
+    const timewheel_bench::workload& w = timewheel_bench::get_workload(n);
+    timewheel_bench::scattered<hot_connection<Timer>> connections(w, make);
+    for (std::size_t i = 0; i < n; ++i) {
+        arm(*connections.by_arm()[i]); // the live set, in the arm order
+    }
+    std::size_t next = 0;
+    std::uint64_t seq = 0;
+    io.poll();
+    hot_window(io, connections.by_visit(), next, seq, hot_timeout(n) / 2, touch);
+    return hot_window(io, connections.by_visit(), next, seq, hot_timeout(n), touch);
+}
+
+hot_result no_timer_run(std::size_t n) {
+    net::io_context io(1);
+    return hot_run<no_timer>(
+        n, [] { return hot_connection<no_timer>(); }, [](hot_connection<no_timer>&) {},
+        [](hot_connection<no_timer>&) {}, io);
+}
+
+void report_hot(benchmark::State& state, std::size_t n, const hot_result& r,
+                std::uint64_t expired) {
+    auto& baselines = hot_baselines();
+    if (baselines.find(n) == baselines.end()) {
+        baselines[n] = no_timer_run(n); // filtered out: measure it now, in this process
+    }
+    const hot_result& base = baselines[n];
+    state.SetItemsProcessed(static_cast<std::int64_t>(r.touches));
+    state.counters["ns_per_touch"] = r.wall_ns;
+    state.counters["batch_ns_per_touch"] = r.batch_ns;
+    state.counters["poll_ns_per_touch"] = r.wall_ns - r.batch_ns;
+    state.counters["cpu_ns_per_touch"] = r.cpu_ns;
+    state.counters["no_timer_ns_per_touch"] = base.wall_ns;
+    state.counters["no_timer_cpu_ns_per_touch"] = base.cpu_ns;
+    state.counters["incremental_ns"] = r.wall_ns - base.wall_ns;
+    // The split: the timer operations themselves (inside the batches) and the rest of poll()
+    // (the wheel's runs; steady_timer's aborted handlers), the latter also per connection and
+    // per timeout, the unit in which the wheel re-files a touched entry.
+    state.counters["incremental_batch_ns"] = r.batch_ns - base.batch_ns;
+    state.counters["incremental_poll_ns"] =
+        (r.wall_ns - r.batch_ns) - (base.wall_ns - base.batch_ns);
+    state.counters["poll_ns_per_timeout"] =
+        ((r.wall_ns - r.batch_ns) - (base.wall_ns - base.batch_ns)) *
+        static_cast<double>(r.touches) / static_cast<double>(n);
+    state.counters["incremental_cpu_ns"] = r.cpu_ns - base.cpu_ns;
+    state.counters["touches_per_timeout"] = static_cast<double>(r.touches) / static_cast<double>(n);
+    state.counters["expired"] = static_cast<double>(expired);
+    state.counters["timeout_s"] = std::chrono::duration<double>(hot_timeout(n)).count();
+    state.counters["allocs_per_touch"] =
+        static_cast<double>(r.allocations) / static_cast<double>(r.touches);
+    state.counters["connections"] = static_cast<double>(n);
+}
+
+void no_timer_hot_touch(benchmark::State& state, std::size_t n) {
+    for (auto _ : state) {
+        const hot_result r = no_timer_run(n);
+        hot_baselines()[n] = r;
+        report_hot(state, n, r, 0);
+    }
+}
+
+struct counting_action {
+    std::uint64_t* expired;
+    void operator()() const noexcept { ++*expired; }
+};
+
+void idle_reaper_hot_touch(benchmark::State& state, std::size_t n) {
+    using reaper = tw::idle_reaper<counting_action>;
+    for (auto _ : state) {
+        net::io_context io(1);
+        std::uint64_t expired = 0;
+        const hot_result r = hot_run<reaper>(
+            n,
+            [&] { return hot_connection<reaper>(io, hot_timeout(n), counting_action{&expired}); },
+            [](hot_connection<reaper>& c) { c.timer.start(); },
+            [](hot_connection<reaper>& c) { c.timer.touch(); }, io);
+        report_hot(state, n, r, expired);
+    }
+}
+
+void wheel_timer_hot_touch(benchmark::State& state, std::size_t n) {
+    for (auto _ : state) {
+        net::io_context io(1);
+        std::uint64_t expired = 0;
+        const hot_result r = hot_run<tw::wheel_timer>(
+            n, [&] { return hot_connection<tw::wheel_timer>(io); },
+            [&](hot_connection<tw::wheel_timer>& c) {
+                c.timer.slack(tw::idle_reaper<>::default_slack(hot_timeout(n)));
+                c.timer.expires_after(hot_timeout(n));
+                c.timer.async_wait(on_idle{&expired});
+            },
+            [n](hot_connection<tw::wheel_timer>& c) { c.timer.reschedule_after(hot_timeout(n)); },
+            io);
+        report_hot(state, n, r, expired);
+    }
+}
+
+void steady_timer_hot_touch(benchmark::State& state, std::size_t n) {
+    for (auto _ : state) {
+        net::io_context io(1);
+        std::uint64_t expired = 0;
+        const hot_result r = hot_run<net::steady_timer>(
+            n, [&] { return hot_connection<net::steady_timer>(io); },
+            [&](hot_connection<net::steady_timer>& c) {
+                c.timer.expires_after(hot_timeout(n));
+                c.timer.async_wait(on_idle{&expired});
+            },
+            [&](hot_connection<net::steady_timer>& c) {
+                c.timer.expires_after(hot_timeout(n)); // aborts the pending wait
+                c.timer.async_wait(on_idle{&expired});
+            },
+            io);
+        report_hot(state, n, r, expired);
+        io.poll(); // the aborted handlers of the connections destroyed above
+    }
+}
+
+// --- idle_1m: memory and wakeups of 1M idle connections ------------------------------------
+
+// 1,000,000 connections that have gone quiet at different times: the last activity of each
+// is uniform over the past 30 s, so its idle deadline is uniform over the next 30 s (about
+// 33,000 come due per second), and no connection is touched during the window. The idle
+// timeout is 30 s; a reaper is given the remaining time as its timeout and the slack of a
+// 30 s timeout (3.75 s), which is the state its wheel entry would be in.
+
+constexpr std::chrono::milliseconds idle_window{3000};
+constexpr std::chrono::seconds idle_timeout{30};
+
+// As large as close_stream (two pointers), so that sizeof(idle_reaper<idle_close>) is what a
+// server's idle_reaper<> costs.
+struct idle_close {
+    std::uint64_t* fired;
+    void* stream;
+    void operator()() const noexcept { ++*fired; }
+};
+static_assert(sizeof(tw::idle_reaper<idle_close>) == sizeof(tw::idle_reaper<>));
+
+std::size_t heap_in_use() {
+#if defined(__GLIBC__)
+    const struct mallinfo2 info = mallinfo2();
+    return info.uordblks + info.hblkhd;
+#else
+    return 0;
+#endif
+}
+
+struct idle_usage {
+    double seconds = 0;
+    double cpu_seconds = 0;
+    long switches = 0;
+};
+
+idle_usage idle_usage_now() {
+    rusage ru{};
+    getrusage(RUSAGE_THREAD, &ru);
+    const auto seconds = [](const timeval& tv) {
+        return static_cast<double>(tv.tv_sec) + static_cast<double>(tv.tv_usec) * 1e-6;
+    };
+    return {0, seconds(ru.ru_utime) + seconds(ru.ru_stime), ru.ru_nvcsw};
+}
+
+// Runs io on this thread for idle_window of real time (another thread calls stop()), as
+// report_bench.cpp's wakeup windows do, and returns what this thread did.
+idle_usage run_idle_window(net::io_context& io) {
+    auto guard = net::make_work_guard(io);
+    const auto start = clock_type::now();
+    std::thread stopper([&io] {
+        std::this_thread::sleep_for(idle_window);
+        io.stop();
+    });
+    const idle_usage before = idle_usage_now();
+    io.run();
+    const idle_usage after = idle_usage_now();
+    stopper.join();
+    idle_usage r;
+    r.seconds = std::chrono::duration<double>(clock_type::now() - start).count();
+    r.cpu_seconds = after.cpu_seconds - before.cpu_seconds;
+    r.switches = after.switches - before.switches;
+    io.restart();
+    return r;
+}
+
+std::vector<clock_type::duration> idle_remaining(std::size_t n) {
+    std::mt19937_64 rng(20261123);
+    std::uniform_int_distribution<std::int64_t> us(1, 30'000'000);
+    std::vector<clock_type::duration> remaining(n);
+    for (auto& r : remaining) {
+        r = std::chrono::microseconds(us(rng));
+    }
+    return remaining;
+}
+
+void report_idle(benchmark::State& state, const idle_usage& u, std::uint64_t fired, double bytes,
+                 double heap_bytes, std::size_t n) {
+    state.counters["bytes"] = bytes;
+    state.counters["heap_bytes"] = heap_bytes;
+    state.counters["switches_per_s"] = static_cast<double>(u.switches) / u.seconds;
+    state.counters["fired_per_s"] = static_cast<double>(fired) / u.seconds;
+    state.counters["cpu_percent"] = 100.0 * u.cpu_seconds / u.seconds;
+    state.counters["connections"] = static_cast<double>(n);
+}
+
+void idle_reaper_idle_1m(benchmark::State& state, std::size_t n) {
+    const std::vector<clock_type::duration> remaining = idle_remaining(n);
+    for (auto _ : state) {
+        net::io_context io(1);
+        auto& service = net::use_service<tw::wheel_service>(io);
+        std::uint64_t fired = 0;
+        const std::size_t heap_before = heap_in_use();
+        block<tw::idle_reaper<idle_close>> reapers(n, [&](auto* p, std::size_t i) {
+            new (p) tw::idle_reaper<idle_close>(io, remaining[i], idle_close{&fired, nullptr},
+                                                tw::idle_reaper<>::default_slack(idle_timeout));
+            p->start();
+        });
+        const double heap_bytes =
+            static_cast<double>(heap_in_use() - heap_before) / static_cast<double>(n);
+        const std::uint64_t wakeups = service.wakeups();
+        const idle_usage u = run_idle_window(io);
+        state.counters["wakeups_per_s"] =
+            static_cast<double>(service.wakeups() - wakeups) / u.seconds;
+        report_idle(state, u, fired, sizeof(tw::idle_reaper<>), heap_bytes, n);
+    }
+}
+
+void steady_timer_idle_1m(benchmark::State& state, std::size_t n) {
+    const std::vector<clock_type::duration> remaining = idle_remaining(n);
+    for (auto _ : state) {
+        net::io_context io(1);
+        std::uint64_t fired = 0;
+        const std::size_t heap_before = heap_in_use();
+        block<net::steady_timer> timers(n, [&](auto* p, std::size_t i) {
+            new (p) net::steady_timer(io, remaining[i]);
+            p->async_wait(on_idle{&fired});
+        });
+        const double heap_bytes =
+            static_cast<double>(heap_in_use() - heap_before) / static_cast<double>(n);
+        const idle_usage u = run_idle_window(io);
+        report_idle(state, u, fired, steady_timer_bytes, heap_bytes, n);
+    }
+}
+
 // --- registration -------------------------------------------------------------------------
 
 using bench_fn = void (*)(benchmark::State&, std::size_t);
@@ -410,6 +872,16 @@ using bench_fn = void (*)(benchmark::State&, std::size_t);
         {"lazy_steady_timer/touch/1000000", lazy_steady_timer_touch, 1'000'000},
         {"idle_reaper/socket_touch/10000", idle_reaper_socket_touch, 10'000},
         {"steady_timer/socket_touch/10000", steady_timer_socket_touch, 10'000},
+        {"idle_reaper/idle_1m/1000000", idle_reaper_idle_1m, 1'000'000},
+        {"steady_timer/idle_1m/1000000", steady_timer_idle_1m, 1'000'000},
+        {"no_timer/hot_touch/10000", no_timer_hot_touch, 10'000},
+        {"idle_reaper/hot_touch/10000", idle_reaper_hot_touch, 10'000},
+        {"wheel_timer/hot_touch/10000", wheel_timer_hot_touch, 10'000},
+        {"steady_timer/hot_touch/10000", steady_timer_hot_touch, 10'000},
+        {"no_timer/hot_touch/1000000", no_timer_hot_touch, 1'000'000},
+        {"idle_reaper/hot_touch/1000000", idle_reaper_hot_touch, 1'000'000},
+        {"wheel_timer/hot_touch/1000000", wheel_timer_hot_touch, 1'000'000},
+        {"steady_timer/hot_touch/1000000", steady_timer_hot_touch, 1'000'000},
     };
     for (const auto& c : cases) {
         const bench_fn fn = c.fn;

@@ -427,6 +427,55 @@ BOOST_AUTO_TEST_CASE(reapers_with_random_timeouts_never_fire_early) {
     BOOST_TEST(late == 0);
 }
 
+// Touches with sub-millisecond offsets (touch(time_point), later than the start) move the
+// entry lazily to deadlines inside a tick: each reaper must still be reaped once, never
+// early, and without its entry firing over and over within a tick (a burst of wakeups).
+BOOST_AUTO_TEST_CASE(deadlines_inside_a_tick_are_reaped_once_and_never_early) {
+    net::io_context io;
+    constexpr std::size_t count = 500;
+    struct item {
+        clock_type::time_point touched{};
+        clock_type::time_point fired{};
+        int calls = 0;
+    };
+    std::vector<item> items(count);
+    struct mark {
+        item* it;
+        void operator()() const {
+            ++it->calls;
+            it->fired = clock_type::now();
+        }
+    };
+    std::deque<tw::idle_reaper<mark>> reapers;
+    for (item& it : items) {
+        reapers.emplace_back(io, 20ms, mark{&it}, 0ms); // exact: fires at its own tick
+        reapers.back().start();
+    }
+    std::mt19937 random(7);
+    std::uniform_int_distribution<int> micros(0, 999);
+    net::steady_timer traffic(io, 10ms);
+    traffic.async_wait([&](boost::system::error_code ec) {
+        BOOST_REQUIRE(!ec);
+        const clock_type::time_point now = clock_type::now();
+        for (std::size_t i = 0; i < count; ++i) {
+            items[i].touched = now + std::chrono::microseconds(micros(random));
+            BOOST_TEST(reapers[i].touch(items[i].touched));
+        }
+    });
+    io.run();
+    int early = 0;
+    int not_once = 0;
+    for (const item& it : items) {
+        not_once += it.calls != 1;
+        early += it.fired - it.touched < 20ms;
+    }
+    BOOST_TEST(not_once == 0);
+    BOOST_TEST(early == 0);
+    // Two periods of 20 ms with 1 ms ticks: a few dozen runs of the wheel at most; an entry
+    // re-armed into the tick being fired would make thousands.
+    BOOST_TEST(reapers.front().service().wakeups() <= 200u);
+}
+
 BOOST_AUTO_TEST_CASE(works_from_an_executor_and_a_strand) {
     net::io_context io;
     recorder a;

@@ -11,11 +11,12 @@
 // cache misses each time. An idle_reaper is embedded in the connection object instead: a
 // wheel entry on the io_context's wheel_service, armed once with start(), and the time of
 // the last activity, which touch() records on every read or write. touch() is one clock
-// read and one store into the connection object: it does not look at the wheel, takes no
-// lock, allocates nothing and runs no handler. The laziness is paid for at expiry: when the
-// entry comes due, the reaper compares the time of the last activity with the timeout, and
-// either re-arms itself for the rest of the period (once per period at most, O(1)) or runs
-// its action, on the io_context's thread, from inside the wheel's expiry loop. By default the
+// read, a store into the connection object and a lazy move of the reaper's own wheel entry
+// (a compare and a store into the entry, which is also in the connection object): it takes
+// no lock, allocates nothing and runs no handler. The laziness is paid for once per period:
+// when the entry's old slot comes due, the wheel re-files a touched entry for its new
+// deadline on its way through the slot (O(1), no handler), and runs the action of one that
+// was not touched, on the io_context's thread, from inside the wheel's expiry loop. By default the
 // action closes the stream, which completes the connection's pending reads and writes with
 // boost::asio::error::operation_aborted, so the connection winds down by its usual error
 // path.
@@ -121,11 +122,12 @@ private:
  *
  * @par Cost
  * start(), touch() and cancel() are O(1) and never allocate, post or run a handler.
- * touch() is a clock read and a store into the reaper; it does not touch the wheel. When
- * the entry comes due after activity, it re-arms itself for the rest of the period: at most
- * one O(1) re-arm per period per connection, however many touches. Expiry allocates
- * nothing. Size: 96 bytes on LP64 with the default action, all of it inside the connection
- * object.
+ * touch() is a clock read and a lazy move of the reaper's wheel entry: a compare and a
+ * store into the reaper, nothing else in the wheel. When the entry's old slot comes due
+ * after activity, the wheel re-files it for the rest of the period without calling the
+ * reaper: at most one O(1) re-file per period per connection, however many touches. Expiry
+ * allocates nothing. Size: 96 bytes on LP64 with the default action, all of it inside the
+ * connection object.
  *
  * @par Precision
  * The action never runs before timeout() has passed since the last touch() (or start()),
@@ -162,7 +164,7 @@ private:
  *                     self->idle_.cancel();
  *                     return;
  *                 }
- *                 self->idle_.touch(); // O(1): one clock read and one store
+ *                 self->idle_.touch(); // O(1): a clock read and a lazy move
  *                 self->write(n);
  *             });
  *     }
@@ -323,7 +325,8 @@ public:
 
     /// Moves the deadline to timeout() from now: call it on each read or write.
     /**
-     * One clock read and one store; no allocation, no handler, no access to the wheel.
+     * One clock read, and a lazy move of the reaper's wheel entry (a compare and a store
+     * into the reaper); no allocation, no handler.
      *
      * @returns false if the reaper is not armed (not started, cancelled, or already reaped),
      * in which case the touch has no effect until the next start(). Ignoring the result
@@ -331,7 +334,7 @@ public:
      */
     bool touch() noexcept {
         last_touch_ = clock_type::now();
-        return armed();
+        return push_back();
     }
 
     /// Moves the deadline to timeout() after @c now, a reading of clock_type::now() that the
@@ -339,7 +342,7 @@ public:
     /// moves the deadline earlier, but never before the time the entry is armed for.
     bool touch(time_point now) noexcept {
         last_touch_ = now;
-        return armed();
+        return push_back();
     }
 
     /// Disarms the reaper without invoking the action. O(1).
@@ -403,6 +406,8 @@ private:
 
     static void on_event(wheel_service& service, detail::service_entry& entry,
                          detail::entry_event event);
+
+    bool push_back() noexcept;
 
     time_point due() const noexcept;
 

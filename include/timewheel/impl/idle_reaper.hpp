@@ -118,6 +118,30 @@ void idle_reaper<Action>::set_timeout(duration timeout, duration slack) {
 }
 
 template <typename Action>
+bool idle_reaper<Action>::push_back() noexcept {
+    if (!armed()) {
+        return false;
+    }
+    // A later deadline moves the entry lazily (wheel::move's early return: a compare and a
+    // store into the entry), and then the wheel re-files it on its way through the old slot,
+    // without firing it: one walk of the slot instead of the two of firing it onto the run
+    // queue and calling the reaper back, which at 1M connections are two cache misses each.
+    // An earlier deadline (touch(time_point) with an earlier time) leaves the entry where it
+    // is: the check at expiry below reaps at that deadline, never before the new one.
+    const time_point due = this->due();
+    if (service_->to_tick(due) >= wheel_entry::deadline()) {
+        try {
+            service_->reschedule(*this, due);
+        } catch (...) {
+            // Only a driver re-arm for an earlier wakeup can throw (bad_alloc), and a later
+            // deadline never needs one: the entry has moved and the wakeup already pending
+            // comes first, so the state is consistent either way.
+        }
+    }
+    return true;
+}
+
+template <typename Action>
 void idle_reaper<Action>::on_event(wheel_service& service, detail::service_entry& entry,
                                    detail::entry_event event) {
     if (event != detail::entry_event::expired) {
@@ -126,7 +150,9 @@ void idle_reaper<Action>::on_event(wheel_service& service, detail::service_entry
     auto& self = static_cast<idle_reaper&>(entry);
     const time_point due = self.due();
     if (due > clock_type::now()) {
-        service.arm(self, due, self.slack_); // touched since it was armed: the rest of the period
+        // Touched with an earlier time, or while the entry was already due: the rest of the
+        // period. (A touch() with a later deadline moved the entry, which then never fires.)
+        service.arm(self, due, self.slack_);
         return;
     }
     self.reaped_ = true;
