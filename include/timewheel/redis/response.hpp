@@ -194,7 +194,9 @@ private:
     std::string data_;
 };
 
-inline const detail::reply_node& reply::node() const noexcept { return response_->nodes_[index_]; }
+inline const detail::reply_node& reply::node() const noexcept {
+    return response_->nodes_[index_];
+}
 
 inline std::string_view reply::bytes() const noexcept {
     const auto& n = node();
@@ -212,7 +214,9 @@ inline void reply::check(reply_type wanted) const {
     throw_error(t == reply_type::nil ? error::nil_reply : error::unexpected_type);
 }
 
-inline void reply::throw_error(error e) { throw boost::system::system_error(e); }
+inline void reply::throw_error(error e) {
+    throw boost::system::system_error(e);
+}
 
 inline reply reply::operator[](std::size_t i) const {
     if (i >= size()) {

@@ -102,10 +102,9 @@ public:
      * As boost::asio::experimental::channel::async_receive: terminal, partial and total;
      * a cancelled receive takes no message.
      */
-    template <typename ReceiveToken =
-                  boost::asio::default_completion_token_t<executor_type>>
-    auto async_receive(
-        ReceiveToken&& token = boost::asio::default_completion_token_t<executor_type>()) {
+    template <typename ReceiveToken = boost::asio::default_completion_token_t<executor_type>>
+    auto
+    async_receive(ReceiveToken&& token = boost::asio::default_completion_token_t<executor_type>()) {
         return channel_.async_receive(std::forward<ReceiveToken>(token));
     }
 
