@@ -27,16 +27,6 @@
 #include <thread>
 #include <vector>
 
-namespace timewheel::redis {
-// For Boost.Test's messages.
-inline std::ostream& operator<<(std::ostream& os, reply_type t) {
-    return os << "reply_type(" << static_cast<int>(t) << ")";
-}
-inline std::ostream& operator<<(std::ostream& os, error e) {
-    return os << make_error_code(e).message();
-}
-} // namespace timewheel::redis
-
 namespace net = boost::asio;
 namespace redis = timewheel::redis;
 using timewheel::test::redis_available;

@@ -12,6 +12,7 @@
 #include <boost/system/error_code.hpp>
 #include <boost/system/system_error.hpp>
 
+#include <ostream>
 #include <string>
 #include <string_view>
 #include <type_traits>
@@ -66,6 +67,11 @@ const boost::system::error_category& error_category() noexcept;
 /// Makes an error_code from a redis::error (found by argument-dependent lookup).
 inline boost::system::error_code make_error_code(error e) noexcept {
     return {static_cast<int>(e), error_category()};
+}
+
+/// Writes the message of `e` (for logs and test diagnostics).
+inline std::ostream& operator<<(std::ostream& os, error e) {
+    return os << make_error_code(e).message();
 }
 
 /// The exception thrown when a reply that is a server error is read as a value.

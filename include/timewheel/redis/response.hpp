@@ -32,6 +32,12 @@ enum class reply_type : std::uint8_t {
     error,   ///< an error reply (-); its text names the failure
 };
 
+/// Writes the name of a reply type ("string", "array"...).
+inline std::ostream& operator<<(std::ostream& os, reply_type t) {
+    constexpr const char* names[] = {"string", "status", "integer", "nil", "array", "error"};
+    return os << names[static_cast<int>(t)];
+}
+
 namespace detail {
 class reply_builder;
 class connection_impl;
