@@ -417,9 +417,13 @@ void connection_impl::on_read(boost::system::error_code ec, std::size_t n, std::
         fail(make_error_code(error::protocol_error), true);
         return;
     }
+    // Requests issued by the handlers completed here go out together, in one write after
+    // the loop (corked), not one write per completion.
+    corked_ = true;
     for (;;) {
         void* reply = nullptr;
         if (redisReaderGetReply(reader_, &reply) != REDIS_OK) {
+            corked_ = false;
             fail(make_error_code(error::protocol_error), true);
             return;
         }
@@ -429,9 +433,12 @@ void connection_impl::on_read(boost::system::error_code ec, std::size_t n, std::
         builder_->in_reply_ = false;
         on_reply();
         if (gen != gen_) {
+            corked_ = false;
             return; // a handler closed the connection, or the reply failed it
         }
     }
+    corked_ = false;
+    start_write();
     start_read();
 }
 
@@ -518,7 +525,7 @@ void connection_impl::finish_op(op_base& op) {
 }
 
 void connection_impl::start_write() {
-    if (writing_ || pending_.empty() ||
+    if (writing_ || corked_ || pending_.empty() ||
         (state_ != conn_state::ready && state_ != conn_state::handshaking)) {
         return;
     }
