@@ -95,7 +95,9 @@ private:
 
 } // namespace timewheel::redis
 
+/// @cond
 template <>
 struct boost::system::is_error_code_enum<timewheel::redis::error> : std::true_type {};
+/// @endcond
 
 #endif // TIMEWHEEL_REDIS_ERROR_HPP
