@@ -16,7 +16,8 @@
 //   name,requests,seconds,requests_per_second,avg_ms,p50_ms,p99_ms,allocs_per_request
 //
 // Usage: redis_bench --port N [--host 127.0.0.1 | --socket PATH] [--requests N]
-//                    [--depths 1,16,256] [--rtt-requests N]
+//                    [--depths 1,16,256] [--rtt-requests N] [--cases batch,window,rtt]
+// (scripts/bench-redis.sh runs one case at a time, alternating with redis-benchmark.)
 //
 
 #include <timewheel/redis/connection.hpp>
@@ -45,6 +46,7 @@ struct options {
     std::size_t requests = 200000;
     std::size_t rtt_requests = 50000;
     std::vector<std::size_t> depths = {1, 16, 256};
+    std::string cases = "batch,window,rtt";
 };
 
 options parse(int argc, char** argv) {
@@ -63,6 +65,8 @@ options parse(int argc, char** argv) {
             o.requests = std::stoul(v);
         } else if (k == "--rtt-requests") {
             o.rtt_requests = std::stoul(v);
+        } else if (k == "--cases") {
+            o.cases = v;
         } else if (k == "--depths") {
             o.depths.clear();
             for (std::size_t pos = 0; pos < v.size();) {
@@ -201,9 +205,13 @@ int main(int argc, char** argv) {
     const options o = parse(argc, argv);
     bench b(o.cfg);
     b.warm();
-    std::printf(
-        "name,requests,seconds,requests_per_second,avg_ms,p50_ms,p99_ms,allocs_per_request\n");
+    std::printf("name,requests,seconds,requests_per_second,avg_ms,p50_ms,p99_ms,"
+                "allocs_per_request\n");
+    const auto has = [&](const char* c) { return o.cases.find(c) != std::string::npos; };
     for (std::size_t depth : o.depths) {
+        if (!has("batch")) {
+            break;
+        }
         b.batch(depth, std::min<std::size_t>(o.requests, 20000)); // warm this depth
         const auto before = allocations.load();
         const double s = b.batch(depth, o.requests);
@@ -212,6 +220,9 @@ int main(int argc, char** argv) {
                static_cast<double>(allocs) / static_cast<double>(o.requests));
     }
     for (std::size_t depth : o.depths) {
+        if (!has("window")) {
+            break;
+        }
         b.window(depth, std::min<std::size_t>(o.requests, 20000));
         const auto before = allocations.load();
         const double s = b.window(depth, o.requests);
@@ -219,8 +230,10 @@ int main(int argc, char** argv) {
         report("set/window", depth, o.requests, s, 0, 0, 0,
                static_cast<double>(allocs) / static_cast<double>(o.requests));
     }
-    b.rtt(std::min<std::size_t>(o.rtt_requests, 2000), false); // warm
-    b.rtt(o.rtt_requests, true);
+    if (has("rtt")) {
+        b.rtt(std::min<std::size_t>(o.rtt_requests, 2000), false); // warm
+        b.rtt(o.rtt_requests, true);
+    }
     if (b.failures) {
         std::fprintf(stderr, "%zu requests failed\n", b.failures);
         return 1;

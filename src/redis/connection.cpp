@@ -9,6 +9,7 @@
 #include <timewheel/redis/connection.hpp>
 
 #include <boost/asio/connect.hpp>
+#include <boost/asio/defer.hpp>
 #include <boost/asio/error.hpp>
 #include <boost/asio/ip/address.hpp>
 #include <boost/asio/ip/tcp.hpp>
@@ -232,8 +233,14 @@ void connection_impl::start(op_base& op) {
     pending_.push_back(op);
     if (state_ == conn_state::idle) {
         connect();
-    } else {
-        start_write();
+    } else if (!writing_ && !corked_ && !flush_posted_ && state_ == conn_state::ready) {
+        // Write after the caller's handler returns, with every request it issues: a loop of
+        // async_exec calls becomes one write, not one write and then the rest.
+        flush_posted_ = true;
+        net::defer(ex_, [self = shared_from_this()] {
+            self->flush_posted_ = false;
+            self->start_write();
+        });
     }
 }
 

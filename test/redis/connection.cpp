@@ -43,13 +43,15 @@ struct result {
     bool done = false;
 };
 
+// The watchdog is generous: 64 MiB through ASan on a loaded machine takes a while.
 result exec(net::io_context& io, redis::connection& conn, const redis::request& req,
             redis::response& resp) {
     result r;
     conn.async_exec(req, resp, [&](boost::system::error_code ec, std::size_t n) {
         r = {ec, n, true};
     });
-    BOOST_REQUIRE(run_until(io, [&] { return r.done; }));
+    BOOST_REQUIRE(run_until(
+        io, [&] { return r.done; }, std::chrono::seconds(240)));
     return r;
 }
 

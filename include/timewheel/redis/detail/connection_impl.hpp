@@ -148,7 +148,8 @@ private:
     std::uint64_t gen_ = 0; // bumped when the socket is closed: stale handlers return
     conn_state state_ = conn_state::idle;
     bool writing_ = false;
-    bool corked_ = false; // replies are being completed: their handlers' requests wait
+    bool corked_ = false;       // replies are being completed: their handlers' requests wait
+    bool flush_posted_ = false; // a write of the requests issued meanwhile is on its way
     bool reading_ = false;
     bool timeout_armed_ = false;
     bool health_armed_ = false;
