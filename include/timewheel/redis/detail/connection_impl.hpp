@@ -150,7 +150,6 @@ private:
     bool writing_ = false;
     bool corked_ = false;       // replies are being completed: their handlers' requests wait
     bool flush_posted_ = false; // a write of the requests issued meanwhile is on its way
-    bool reading_ = false;
     bool timeout_armed_ = false;
     bool health_armed_ = false;
     bool ping_outstanding_ = false;
