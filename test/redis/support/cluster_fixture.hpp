@@ -40,6 +40,7 @@
 #include <string>
 #include <system_error>
 #include <thread>
+#include <utility>
 #include <vector>
 
 extern char** environ;
@@ -114,8 +115,10 @@ public:
     /// The node id of the master on @p port.
     std::string node_id(std::uint16_t port) { return trim(cli(port, {"CLUSTER", "MYID"})); }
 
-    /// The port of the master that serves @p slot, from node 0's CLUSTER NODES.
-    std::uint16_t owner_port(std::uint16_t slot) {
+    /// The ports of the masters that serve slots, and their slot ranges, from node 0's
+    /// CLUSTER NODES (migrating/importing markers left out).
+    std::vector<std::pair<std::uint16_t, std::pair<int, int>>> slot_ranges() {
+        std::vector<std::pair<std::uint16_t, std::pair<int, int>>> out;
         std::istringstream lines(cli(ports[0], {"CLUSTER", "NODES"}));
         for (std::string line; std::getline(lines, line);) {
             std::istringstream fields(line);
@@ -124,20 +127,27 @@ public:
                 f.push_back(w);
             if (f.size() < 9)
                 continue;
+            auto const colon = f[1].find(':');
+            auto const at = f[1].find('@');
+            auto const port =
+                static_cast<std::uint16_t>(std::stoi(f[1].substr(colon + 1, at - colon - 1)));
             for (std::size_t i = 8; i < f.size(); ++i) {
                 if (f[i].starts_with("["))
-                    continue; // an importing/migrating marker
+                    continue;
                 auto const dash = f[i].find('-');
                 int const lo = std::stoi(f[i].substr(0, dash));
                 int const hi = dash == std::string::npos ? lo : std::stoi(f[i].substr(dash + 1));
-                if (slot >= lo && slot <= hi) {
-                    auto const colon = f[1].find(':');
-                    auto const at = f[1].find('@');
-                    return static_cast<std::uint16_t>(
-                        std::stoi(f[1].substr(colon + 1, at - colon - 1)));
-                }
+                out.push_back({port, {lo, hi}});
             }
         }
+        return out;
+    }
+
+    /// The port of the master that serves @p slot, from node 0's CLUSTER NODES.
+    std::uint16_t owner_port(std::uint16_t slot) {
+        for (auto const& [port, range] : slot_ranges())
+            if (slot >= range.first && slot <= range.second)
+                return port;
         throw std::runtime_error("no master serves slot " + std::to_string(slot));
     }
 
