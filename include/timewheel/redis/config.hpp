@@ -1,0 +1,76 @@
+//
+// timewheel/redis/config.hpp
+//
+// Where a redis::connection connects and how it behaves: address (TCP or unix socket),
+// credentials, database, client name, timeouts, health check and reconnection backoff.
+//
+
+#ifndef TIMEWHEEL_REDIS_CONFIG_HPP
+#define TIMEWHEEL_REDIS_CONFIG_HPP
+
+#include <chrono>
+#include <cstddef>
+#include <cstdint>
+#include <string>
+
+namespace timewheel::redis {
+
+/// The settings of a redis::connection (and of a redis::subscriber).
+/**
+ * Defaults connect to 127.0.0.1:6379, database 0, without credentials, reconnecting with
+ * a backoff from 50 ms up to 2 s, a health-check PING after 5 s of silence, and no request
+ * timeout.
+ */
+struct config {
+    /// The server's IP address (an address literal such as "127.0.0.1" or "::1").
+    std::string host = "127.0.0.1";
+
+    /// The server's TCP port.
+    std::uint16_t port = 6379;
+
+    /// When not empty, connect to this unix-domain socket instead of host and port.
+    std::string unix_socket;
+
+    /// ACL user name for AUTH; empty means AUTH with the password alone (requirepass).
+    std::string username;
+
+    /// Password for AUTH; when empty (and username empty) no AUTH is sent.
+    std::string password;
+
+    /// The database selected with SELECT after connecting (not sent when 0).
+    int database = 0;
+
+    /// The name given with CLIENT SETNAME after connecting (not sent when empty).
+    std::string client_name;
+
+    /// How long connecting (TCP or unix connect plus the AUTH/SELECT/SETNAME handshake) may
+    /// take before the attempt fails with error::connect_timeout.
+    std::chrono::milliseconds connect_timeout{5000};
+
+    /// How long a request may wait for its replies, counted from async_exec, before it
+    /// completes with error::request_timeout. Zero means no timeout.
+    std::chrono::milliseconds request_timeout{0};
+
+    /// When nothing has been received for this long, a PING is sent; when nothing arrives in
+    /// the same time again the connection is declared dead, closed and re-opened. Zero turns
+    /// the health check off.
+    std::chrono::milliseconds health_check_interval{5000};
+
+    /// Re-open the connection when it is lost. When false, a lost connection fails every
+    /// request, queued and future, with error::closed.
+    bool reconnect = true;
+
+    /// The first reconnection delay; each failed attempt doubles it up to
+    /// reconnect_max_delay. Each delay is drawn uniformly from [d/2, d] (jitter).
+    std::chrono::milliseconds reconnect_min_delay{50};
+
+    /// The cap of the reconnection delay.
+    std::chrono::milliseconds reconnect_max_delay{2000};
+
+    /// The size of each read from the socket. The buffer is allocated once.
+    std::size_t read_buffer_size = 64 * 1024;
+};
+
+} // namespace timewheel::redis
+
+#endif // TIMEWHEEL_REDIS_CONFIG_HPP

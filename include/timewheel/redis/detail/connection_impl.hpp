@@ -1,0 +1,179 @@
+//
+// timewheel/redis/detail/connection_impl.hpp
+//
+// The state of one Redis connection, shared by connection (or subscriber) and by the
+// handlers of its socket and timers, which hold it alive. One write in flight at a time:
+// requests issued meanwhile wait in `pending_` and go out together in the next write, copied
+// into one reused buffer. Written requests wait in a ring, in order, for their replies;
+// hiredis's reader parses what the socket gives into the response of the request at the head
+// of the ring (or drops it, for a request cancelled after it was written). Everything runs
+// on the connection's executor; nothing here is thread-safe.
+//
+
+#ifndef TIMEWHEEL_REDIS_DETAIL_CONNECTION_IMPL_HPP
+#define TIMEWHEEL_REDIS_DETAIL_CONNECTION_IMPL_HPP
+
+#include <timewheel/redis/config.hpp>
+#include <timewheel/redis/detail/op_base.hpp>
+#include <timewheel/wheel_timer.hpp>
+
+#include <boost/asio/any_io_executor.hpp>
+#include <boost/asio/cancellation_type.hpp>
+#include <boost/asio/generic/stream_protocol.hpp>
+#include <boost/asio/steady_timer.hpp>
+#include <boost/intrusive/list.hpp>
+
+#include <array>
+#include <chrono>
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+#include <random>
+#include <string>
+#include <vector>
+
+struct redisReader;
+
+namespace timewheel::redis {
+
+/// Counters of a connection's life, for tests, metrics and benchmarks.
+struct connection_stats {
+    std::uint64_t connects = 0;        ///< successful connections (handshake included)
+    std::uint64_t connect_failures = 0; ///< failed attempts (connect, timeout, handshake)
+    std::uint64_t disconnects = 0;     ///< established connections lost
+    std::uint64_t writes = 0;          ///< socket writes (each carries one or more requests)
+    std::uint64_t requests_written = 0; ///< requests written (a NOSCRIPT resend counts again)
+    std::uint64_t noscript_retries = 0; ///< EVALSHA commands resent as EVAL
+    std::uint64_t health_pings = 0;    ///< PINGs sent by the health check
+};
+
+namespace detail {
+
+class reply_builder;
+
+class connection_impl : public std::enable_shared_from_this<connection_impl> {
+public:
+    using executor_type = boost::asio::any_io_executor;
+
+    /// What a subscriber needs from the connection: replies that answer no request, and a
+    /// call each time the connection (re-)opens, to subscribe again.
+    struct push_handler {
+        virtual void on_push(const response& r) = 0;
+        virtual void on_ready() = 0;
+
+    protected:
+        ~push_handler() = default;
+    };
+
+    connection_impl(const executor_type& ex, config cfg);
+    ~connection_impl();
+    connection_impl(const connection_impl&) = delete;
+    connection_impl& operator=(const connection_impl&) = delete;
+
+    const executor_type& get_executor() const noexcept { return ex_; }
+    const config& get_config() const noexcept { return cfg_; }
+    const connection_stats& stats() const noexcept { return stats_; }
+    bool is_connected() const noexcept { return state_ == conn_state::ready; }
+    bool is_closed() const noexcept { return state_ == conn_state::closed; }
+    boost::system::error_code last_error() const noexcept { return last_error_; }
+
+    /// Queues a request (called on the executor, from async_exec's initiation).
+    void start(op_base& op);
+
+    /// Queues a request of the connection itself (no deadline, completes through its fn).
+    void start_internal(op_base& op);
+
+    /// Cancels a request: removed if not yet written, dropped when its replies come if it was.
+    void cancel(op_base& op, boost::asio::cancellation_type type);
+
+    /// Closes the socket and fails every request with error::closed; no reconnection.
+    void close();
+
+    /// Opens the connection now rather than at the first request.
+    void run();
+
+    /// Replies that answer no request go to `h` (subscriber mode); null: dropped.
+    void set_push_handler(push_handler* h) noexcept { push_handler_ = h; }
+
+private:
+    friend class reply_builder;
+    enum class conn_state : std::uint8_t { idle, connecting, handshaking, ready, backoff, closed };
+
+    struct record {
+        op_base* op;           // null when the request was cancelled or timed out
+        std::size_t remaining; // replies still to come
+    };
+
+    void connect();
+    void on_connected(boost::system::error_code ec, std::uint64_t gen);
+    void start_read();
+    void on_read(boost::system::error_code ec, std::size_t n, std::uint64_t gen);
+    void start_write();
+    void on_written(boost::system::error_code ec, std::uint64_t gen);
+    void fail(boost::system::error_code why, bool established);
+    void schedule_reconnect();
+    void on_reply();
+    void finish_op(op_base& op);
+    void complete_handshake();
+    void arm_timeout(std::chrono::steady_clock::time_point deadline);
+    void on_timeout(boost::system::error_code ec);
+    void arm_health();
+    void on_health(boost::system::error_code ec, std::uint64_t gen);
+    void fail_everything(boost::system::error_code why, bool post);
+    void reset_reader();
+    response* sink_for_next_reply();
+
+    // The awaiting ring: records of written requests, oldest first.
+    record& ring_at(std::size_t i) noexcept { return ring_[(ring_head_ + i) & (ring_.size() - 1)]; }
+    void ring_push(op_base* op, std::size_t replies);
+    void ring_pop() noexcept;
+
+    executor_type ex_;
+    config cfg_;
+    boost::asio::generic::stream_protocol::endpoint endpoint_;
+    bool tcp_ = true;
+    boost::asio::generic::stream_protocol::socket socket_;
+    boost::asio::steady_timer connect_timer_;
+    wheel_timer timeout_timer_;
+    wheel_timer health_timer_;
+    redisReader* reader_ = nullptr;
+    std::unique_ptr<reply_builder> builder_;
+    std::unique_ptr<char[]> read_buffer_;
+    std::string write_buffer_;
+    boost::intrusive::list<op_base> pending_;
+    std::vector<record> ring_;
+    std::size_t ring_head_ = 0;
+    std::size_t ring_size_ = 0;
+    std::uint64_t ring_head_seq_ = 0;
+    std::uint64_t gen_ = 0;  // bumped when the socket is closed: stale handlers return
+    conn_state state_ = conn_state::idle;
+    bool writing_ = false;
+    bool reading_ = false;
+    bool timeout_armed_ = false;
+    bool health_armed_ = false;
+    bool ping_outstanding_ = false;
+    std::chrono::steady_clock::time_point timeout_expiry_{};
+    std::chrono::steady_clock::time_point last_activity_{};
+    unsigned backoff_attempt_ = 0;
+    std::minstd_rand jitter_;
+    boost::system::error_code last_error_;
+    connection_stats stats_;
+    push_handler* push_handler_ = nullptr;
+    response push_response_; // a reply that answers no request, while it is parsed
+
+    // The connection's own requests.
+    struct internal_op : op_base {
+        explicit internal_op(complete_fn fn) noexcept
+            : op_base(fn) {}
+        connection_impl* self = nullptr;
+        request req;
+        response resp;
+    };
+    internal_op handshake_op_;
+    internal_op ping_op_;
+};
+
+} // namespace detail
+} // namespace timewheel::redis
+
+#endif // TIMEWHEEL_REDIS_DETAIL_CONNECTION_IMPL_HPP

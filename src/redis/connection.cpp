@@ -1,0 +1,775 @@
+//
+// src/redis/connection.cpp
+//
+// The connection's machinery: connect and handshake, the write of coalesced requests, the
+// read loop feeding hiredis, replies built straight into the responses, NOSCRIPT resends,
+// timeouts, the health check, and reconnection with backoff.
+//
+
+#include <timewheel/redis/connection.hpp>
+
+#include <boost/asio/connect.hpp>
+#include <boost/asio/error.hpp>
+#include <boost/asio/ip/address.hpp>
+#include <boost/asio/ip/tcp.hpp>
+#include <boost/asio/local/stream_protocol.hpp>
+#include <boost/asio/write.hpp>
+
+#include <hiredis/read.h>
+
+#include <algorithm>
+#include <stdexcept>
+
+namespace timewheel::redis::detail {
+
+namespace net = boost::asio;
+using clock = std::chrono::steady_clock;
+
+// Builds hiredis's parse results directly into a response (no redisReply trees): nodes in
+// pre-order, strings appended to the response's byte buffer. A null sink parses and drops.
+class reply_builder {
+public:
+    explicit reply_builder(connection_impl& c) noexcept
+        : conn_(c) {}
+
+    static redisReplyObjectFunctions functions;
+
+    void reset() noexcept {
+        in_reply_ = false;
+        sink_ = nullptr;
+        depth_ = 0;
+    }
+
+    bool in_reply_ = false;
+    response* sink_ = nullptr;
+
+private:
+    static reply_builder& of(const redisReadTask* t) noexcept {
+        return *static_cast<reply_builder*>(t->privdata);
+    }
+
+    static void* on_string(const redisReadTask* t, char* s, size_t len) {
+        reply_type type = reply_type::string;
+        if (t->type == REDIS_REPLY_STATUS) {
+            type = reply_type::status;
+        } else if (t->type == REDIS_REPLY_ERROR) {
+            type = reply_type::error;
+        }
+        return of(t).add(type, 0, s, len, false);
+    }
+    static void* on_array(const redisReadTask* t, int elements) {
+        return of(t).add(reply_type::array, elements, nullptr, 0, elements > 0);
+    }
+    static void* on_integer(const redisReadTask* t, long long value) {
+        return of(t).add(reply_type::integer, value, nullptr, 0, false);
+    }
+    static void* on_nil(const redisReadTask* t) {
+        return of(t).add(reply_type::nil, 0, nullptr, 0, false);
+    }
+    static void on_free(void*) {}
+
+    void* add(reply_type type, std::int64_t integer, const char* s, std::size_t len,
+              bool opens) {
+        if (!in_reply_) {
+            in_reply_ = true;
+            depth_ = 0;
+            sink_ = conn_.sink_for_next_reply();
+        }
+        std::uint32_t index = 0;
+        if (sink_) {
+            auto& nodes = sink_->nodes_;
+            index = static_cast<std::uint32_t>(nodes.size());
+            if (depth_ == 0) {
+                sink_->roots_.push_back(index);
+            }
+            nodes.push_back({integer, sink_->data_.size(), len, index + 1, type});
+            if (len > 0) {
+                sink_->data_.append(s, len);
+            }
+        }
+        if (opens) {
+            stack_[depth_++] = {index, integer};
+            return this;
+        }
+        // A complete value: close every array it completes.
+        while (depth_ > 0) {
+            auto& f = stack_[depth_ - 1];
+            if (--f.remaining > 0) {
+                break;
+            }
+            if (sink_) {
+                sink_->nodes_[f.index].next = static_cast<std::uint32_t>(sink_->nodes_.size());
+            }
+            --depth_;
+        }
+        return this;
+    }
+
+    struct frame {
+        std::uint32_t index;
+        std::int64_t remaining;
+    };
+    connection_impl& conn_;
+    std::array<frame, 16> stack_{};
+    std::size_t depth_ = 0;
+};
+
+redisReplyObjectFunctions reply_builder::functions = {
+    &reply_builder::on_string, &reply_builder::on_array, &reply_builder::on_integer,
+    &reply_builder::on_nil, &reply_builder::on_free};
+
+void cancel_exec(connection_impl& impl, op_base& op, net::cancellation_type type) {
+    impl.cancel(op, type);
+}
+
+namespace {
+
+bool is_internal(const op_base& op) noexcept { return !op.owner_; }
+
+void check_duration(std::chrono::milliseconds d, const char* name) {
+    if (d.count() < 0) {
+        throw std::invalid_argument(std::string("redis::config::") + name +
+                                    " must not be negative");
+    }
+}
+
+} // namespace
+
+connection_impl::connection_impl(const executor_type& ex, config cfg)
+    : ex_(ex)
+    , cfg_(std::move(cfg))
+    , socket_(ex)
+    , connect_timer_(ex)
+    , timeout_timer_(ex)
+    , health_timer_(ex)
+    , builder_(std::make_unique<reply_builder>(*this))
+    , jitter_(static_cast<std::minstd_rand::result_type>(
+          clock::now().time_since_epoch().count() ^ reinterpret_cast<std::uintptr_t>(this)))
+    , handshake_op_([](op_base* op, boost::system::error_code ec, std::size_t, bool) {
+        if (!ec) {
+            static_cast<internal_op*>(op)->self->complete_handshake();
+        }
+    })
+    , ping_op_([](op_base*, boost::system::error_code, std::size_t, bool) {}) {
+    check_duration(cfg_.connect_timeout, "connect_timeout");
+    check_duration(cfg_.request_timeout, "request_timeout");
+    check_duration(cfg_.health_check_interval, "health_check_interval");
+    check_duration(cfg_.reconnect_min_delay, "reconnect_min_delay");
+    check_duration(cfg_.reconnect_max_delay, "reconnect_max_delay");
+    if (cfg_.read_buffer_size == 0) {
+        throw std::invalid_argument("redis::config::read_buffer_size must not be zero");
+    }
+    if (!cfg_.unix_socket.empty()) {
+        endpoint_ = net::local::stream_protocol::endpoint(cfg_.unix_socket);
+        tcp_ = false;
+    } else {
+        boost::system::error_code ec;
+        auto address = net::ip::make_address(cfg_.host, ec);
+        if (ec) {
+            throw std::invalid_argument("redis::config::host must be an IP address literal, "
+                                        "got '" +
+                                        cfg_.host + "'");
+        }
+        endpoint_ = net::ip::tcp::endpoint(address, cfg_.port);
+    }
+    read_buffer_ = std::make_unique<char[]>(cfg_.read_buffer_size);
+    handshake_op_.self = this;
+    handshake_op_.handshake_ = true;
+    ping_op_.self = this;
+    ping_op_.req.push("PING");
+}
+
+connection_impl::~connection_impl() {
+    if (reader_) {
+        redisReaderFree(reader_);
+    }
+}
+
+void connection_impl::reset_reader() {
+    if (reader_) {
+        redisReaderFree(reader_);
+    }
+    reader_ = redisReaderCreateWithFunctions(&reply_builder::functions);
+    if (!reader_) {
+        throw std::bad_alloc();
+    }
+    reader_->maxbuf = 0; // keep the buffer: no free and malloc after each large reply
+    reader_->privdata = builder_.get();
+    builder_->reset();
+}
+
+void connection_impl::run() {
+    if (state_ == conn_state::idle) {
+        connect();
+    }
+}
+
+void connection_impl::start(op_base& op) {
+    op.owner_ = shared_from_this();
+    if (state_ == conn_state::closed) {
+        op.state_ = op_base::state::done;
+        op.complete(make_error_code(error::closed), 0, true);
+        return;
+    }
+    op.resp_->clear();
+    op.replies_ = op.req_->size();
+    op.received_ = 0;
+    op.next_script_ = 0;
+    op.retry_commands_.clear();
+    op.retrying_ = false;
+    if (op.replies_ == 0) {
+        op.state_ = op_base::state::done;
+        op.complete({}, 0, true);
+        return;
+    }
+    if (cfg_.request_timeout.count() > 0) {
+        op.deadline_ = clock::now() + cfg_.request_timeout;
+        op.has_deadline_ = true;
+        arm_timeout(op.deadline_);
+    }
+    op.state_ = op_base::state::queued;
+    pending_.push_back(op);
+    if (state_ == conn_state::idle) {
+        connect();
+    } else {
+        start_write();
+    }
+}
+
+void connection_impl::start_internal(op_base& op) {
+    if (state_ == conn_state::closed || op.state_ == op_base::state::queued) {
+        return;
+    }
+    op.received_ = 0;
+    op.state_ = op_base::state::queued;
+    pending_.push_back(op);
+    if (state_ == conn_state::idle) {
+        connect();
+    } else {
+        start_write();
+    }
+}
+
+void connection_impl::cancel(op_base& op, net::cancellation_type type) {
+    if (op.state_ == op_base::state::queued) {
+        pending_.erase(pending_.iterator_to(op));
+        op.state_ = op_base::state::done;
+        op.complete(net::error::operation_aborted, 0, true);
+    } else if (op.state_ == op_base::state::awaiting &&
+               (type & (net::cancellation_type::terminal | net::cancellation_type::partial)) !=
+                   net::cancellation_type::none) {
+        const std::size_t i = static_cast<std::size_t>(op.seq_ - ring_head_seq_);
+        ring_at(i).op = nullptr;
+        if (i == 0 && builder_->in_reply_) {
+            builder_->sink_ = nullptr;
+        }
+        op.state_ = op_base::state::done;
+        op.complete(net::error::operation_aborted, 0, true);
+    }
+}
+
+void connection_impl::close() {
+    if (state_ == conn_state::closed) {
+        return;
+    }
+    state_ = conn_state::closed;
+    ++gen_;
+    boost::system::error_code ignored;
+    socket_.close(ignored);
+    connect_timer_.cancel();
+    timeout_timer_.cancel();
+    health_timer_.cancel();
+    writing_ = false;
+    fail_everything(make_error_code(error::closed), true);
+}
+
+void connection_impl::fail_everything(boost::system::error_code why, bool post) {
+    for (op_base* internal : {static_cast<op_base*>(&handshake_op_), static_cast<op_base*>(&ping_op_)}) {
+        if (internal->is_linked()) {
+            pending_.erase(pending_.iterator_to(*internal));
+        }
+        internal->state_ = op_base::state::idle;
+    }
+    while (ring_size_ > 0) {
+        op_base* op = ring_at(0).op;
+        ring_pop();
+        if (op && !is_internal(*op)) {
+            op->state_ = op_base::state::done;
+            op->complete(why, 0, post);
+        } else if (op) {
+            op->state_ = op_base::state::idle;
+        }
+    }
+    while (!pending_.empty()) {
+        op_base& op = pending_.front();
+        pending_.pop_front();
+        if (is_internal(op)) {
+            op.state_ = op_base::state::idle;
+            continue;
+        }
+        op.state_ = op_base::state::done;
+        op.complete(why, 0, post);
+    }
+}
+
+void connection_impl::connect() {
+    state_ = conn_state::connecting;
+    const std::uint64_t gen = ++gen_;
+    boost::system::error_code ignored;
+    socket_.close(ignored);
+    auto self = shared_from_this();
+    connect_timer_.expires_after(cfg_.connect_timeout);
+    connect_timer_.async_wait([self, gen](boost::system::error_code ec) {
+        if (!ec && gen == self->gen_ &&
+            (self->state_ == conn_state::connecting || self->state_ == conn_state::handshaking)) {
+            self->fail(make_error_code(error::connect_timeout), false);
+        }
+    });
+    socket_.async_connect(endpoint_, [self, gen](boost::system::error_code ec) {
+        self->on_connected(ec, gen);
+    });
+}
+
+void connection_impl::on_connected(boost::system::error_code ec, std::uint64_t gen) {
+    if (gen != gen_) {
+        return;
+    }
+    if (ec) {
+        fail(ec, false);
+        return;
+    }
+    if (tcp_) {
+        boost::system::error_code ignored;
+        socket_.set_option(net::ip::tcp::no_delay(true), ignored);
+    }
+    reset_reader();
+    last_activity_ = clock::now();
+    start_read();
+
+    auto& hs = handshake_op_.req;
+    hs.clear();
+    if (!cfg_.username.empty()) {
+        hs.push("AUTH", cfg_.username, cfg_.password);
+    } else if (!cfg_.password.empty()) {
+        hs.push("AUTH", cfg_.password);
+    }
+    if (cfg_.database != 0) {
+        hs.push("SELECT", cfg_.database);
+    }
+    if (!cfg_.client_name.empty()) {
+        hs.push("CLIENT", "SETNAME", cfg_.client_name);
+    }
+    if (hs.empty()) {
+        state_ = conn_state::handshaking;
+        complete_handshake();
+        return;
+    }
+    state_ = conn_state::handshaking;
+    handshake_op_.req_ = &hs;
+    handshake_op_.resp_ = &handshake_op_.resp;
+    handshake_op_.resp.clear();
+    handshake_op_.replies_ = hs.size();
+    handshake_op_.received_ = 0;
+    handshake_op_.state_ = op_base::state::queued;
+    pending_.push_front(handshake_op_);
+    start_write();
+}
+
+void connection_impl::complete_handshake() {
+    if (state_ != conn_state::handshaking) {
+        return;
+    }
+    if (handshake_op_.resp.has_error()) {
+        fail(make_error_code(error::handshake_failed), false);
+        return;
+    }
+    state_ = conn_state::ready;
+    connect_timer_.cancel();
+    backoff_attempt_ = 0;
+    ++stats_.connects;
+    arm_health();
+    if (push_handler_) {
+        push_handler_->on_ready();
+    }
+    start_write();
+}
+
+void connection_impl::start_read() {
+    auto self = shared_from_this();
+    const std::uint64_t gen = gen_;
+    socket_.async_read_some(net::buffer(read_buffer_.get(), cfg_.read_buffer_size),
+                            [self, gen](boost::system::error_code ec, std::size_t n) {
+                                self->on_read(ec, n, gen);
+                            });
+}
+
+void connection_impl::on_read(boost::system::error_code ec, std::size_t n, std::uint64_t gen) {
+    if (gen != gen_) {
+        return;
+    }
+    if (ec) {
+        fail(ec, true);
+        return;
+    }
+    last_activity_ = clock::now();
+    ping_outstanding_ = false;
+    if (redisReaderFeed(reader_, read_buffer_.get(), n) != REDIS_OK) {
+        fail(make_error_code(error::protocol_error), true);
+        return;
+    }
+    for (;;) {
+        void* reply = nullptr;
+        if (redisReaderGetReply(reader_, &reply) != REDIS_OK) {
+            fail(make_error_code(error::protocol_error), true);
+            return;
+        }
+        if (!reply) {
+            break;
+        }
+        builder_->in_reply_ = false;
+        on_reply();
+        if (gen != gen_) {
+            return; // a handler closed the connection, or the reply failed it
+        }
+    }
+    start_read();
+}
+
+response* connection_impl::sink_for_next_reply() {
+    if (ring_size_ > 0) {
+        op_base* op = ring_at(0).op;
+        return op ? op->resp_ : nullptr;
+    }
+    if (push_handler_) {
+        push_response_.clear();
+        return &push_response_;
+    }
+    return nullptr;
+}
+
+void connection_impl::on_reply() {
+    if (ring_size_ == 0) {
+        if (push_handler_) {
+            push_handler_->on_push(push_response_);
+        }
+        return;
+    }
+    record& r = ring_at(0);
+    op_base* op = r.op;
+    const bool last = --r.remaining == 0;
+    if (op) {
+        response& resp = *op->resp_;
+        if (!op->retrying_) {
+            const std::size_t command = op->received_;
+            const auto& calls = op->req_->script_calls();
+            if (op->next_script_ < calls.size() && calls[op->next_script_].command == command) {
+                ++op->next_script_;
+                const auto& root = resp.nodes_[resp.roots_.back()];
+                if (root.type == reply_type::error &&
+                    std::string_view(resp.data_).substr(root.offset, root.length).starts_with(
+                        "NOSCRIPT")) {
+                    op->retry_commands_.push_back(command);
+                }
+            }
+        } else {
+            const std::size_t command = op->retry_commands_[op->received_];
+            resp.roots_[command] = resp.roots_.back();
+            resp.roots_.pop_back();
+        }
+        ++op->received_;
+    }
+    if (last) {
+        ring_pop();
+        if (op) {
+            finish_op(*op);
+        }
+    }
+}
+
+void connection_impl::finish_op(op_base& op) {
+    if (!op.retrying_ && !op.retry_commands_.empty()) {
+        // Resend each EVALSHA answered NOSCRIPT as EVAL <body>, with the same arguments.
+        op.retry_payload_.clear();
+        const auto payload = op.req_->payload();
+        for (std::size_t command : op.retry_commands_) {
+            const auto& calls = op.req_->script_calls();
+            const auto& call = *std::find_if(calls.begin(), calls.end(), [&](const auto& c) {
+                return c.command == command;
+            });
+            const auto header_end = payload.find("\r\n", call.begin) + 2;
+            op.retry_payload_.append(payload.substr(call.begin, header_end - call.begin));
+            op.retry_payload_.append("$4\r\nEVAL\r\n$");
+            op.retry_payload_.append(std::to_string(call.script->body().size()));
+            op.retry_payload_.append("\r\n");
+            op.retry_payload_.append(call.script->body());
+            op.retry_payload_.append("\r\n");
+            op.retry_payload_.append(payload.substr(call.rest, call.end - call.rest));
+        }
+        stats_.noscript_retries += op.retry_commands_.size();
+        op.retrying_ = true;
+        op.replies_ = op.retry_commands_.size();
+        op.received_ = 0;
+        op.state_ = op_base::state::queued;
+        pending_.push_back(op);
+        start_write();
+        return;
+    }
+    op.state_ = is_internal(op) ? op_base::state::idle : op_base::state::done;
+    op.complete({}, op.req_->size(), false);
+}
+
+void connection_impl::start_write() {
+    if (writing_ || pending_.empty() ||
+        (state_ != conn_state::ready && state_ != conn_state::handshaking)) {
+        return;
+    }
+    write_buffer_.clear();
+    while (!pending_.empty()) {
+        op_base& op = pending_.front();
+        if (state_ == conn_state::handshaking && !op.handshake_) {
+            break;
+        }
+        pending_.pop_front();
+        const std::string_view payload = op.retrying_ ? op.retry_payload_ : op.req_->payload();
+        write_buffer_.append(payload.data(), payload.size());
+        ++stats_.requests_written;
+        op.received_ = 0;
+        if (op.replies_ > 0) {
+            op.state_ = op_base::state::awaiting;
+            op.seq_ = ring_head_seq_ + ring_size_;
+            ring_push(&op, op.replies_);
+        } else {
+            op.state_ = op_base::state::idle; // the connection's own fire-and-forget commands
+        }
+    }
+    if (write_buffer_.empty()) {
+        return;
+    }
+    writing_ = true;
+    ++stats_.writes;
+    auto self = shared_from_this();
+    const std::uint64_t gen = gen_;
+    net::async_write(socket_, net::buffer(write_buffer_),
+                     [self, gen](boost::system::error_code ec, std::size_t) {
+                         self->on_written(ec, gen);
+                     });
+}
+
+void connection_impl::on_written(boost::system::error_code ec, std::uint64_t gen) {
+    if (gen != gen_) {
+        return;
+    }
+    writing_ = false;
+    if (ec) {
+        fail(ec, true);
+        return;
+    }
+    if (write_buffer_.capacity() > (std::size_t{4} << 20)) {
+        std::string().swap(write_buffer_); // don't keep a large value's copy
+    }
+    start_write();
+}
+
+void connection_impl::fail(boost::system::error_code why, bool) {
+    if (state_ == conn_state::closed || state_ == conn_state::backoff ||
+        state_ == conn_state::idle) {
+        return;
+    }
+    last_error_ = why;
+    if (state_ == conn_state::ready) {
+        ++stats_.disconnects;
+    } else {
+        ++stats_.connect_failures;
+    }
+    ++gen_;
+    boost::system::error_code ignored;
+    socket_.close(ignored);
+    connect_timer_.cancel();
+    writing_ = false;
+    ping_outstanding_ = false;
+    builder_->reset();
+    state_ = cfg_.reconnect ? conn_state::backoff : conn_state::closed;
+    if (state_ == conn_state::closed) {
+        timeout_timer_.cancel();
+        health_timer_.cancel();
+        fail_everything(make_error_code(error::closed), false);
+        return;
+    }
+    // Written requests fail; requests not yet written wait for the next connection.
+    for (op_base* internal : {static_cast<op_base*>(&handshake_op_), static_cast<op_base*>(&ping_op_)}) {
+        if (internal->is_linked()) {
+            pending_.erase(pending_.iterator_to(*internal));
+        }
+        internal->state_ = op_base::state::idle;
+    }
+    const std::uint64_t gen = gen_;
+    while (ring_size_ > 0) {
+        op_base* op = ring_at(0).op;
+        ring_pop();
+        if (!op) {
+            continue;
+        }
+        if (is_internal(*op)) {
+            op->state_ = op_base::state::idle;
+            continue;
+        }
+        op->state_ = op_base::state::done;
+        op->complete(make_error_code(error::connection_lost), 0, false);
+    }
+    if (gen == gen_ && state_ == conn_state::backoff) {
+        schedule_reconnect();
+    }
+}
+
+void connection_impl::schedule_reconnect() {
+    using std::chrono::milliseconds;
+    const auto cap = std::max(cfg_.reconnect_max_delay, cfg_.reconnect_min_delay);
+    milliseconds delay = cfg_.reconnect_min_delay;
+    for (unsigned i = 0; i < backoff_attempt_ && delay < cap; ++i) {
+        delay *= 2;
+    }
+    delay = std::min(delay, cap);
+    ++backoff_attempt_;
+    std::uniform_int_distribution<long long> pick(delay.count() / 2, delay.count());
+    connect_timer_.expires_after(milliseconds(pick(jitter_)));
+    auto self = shared_from_this();
+    const std::uint64_t gen = gen_;
+    connect_timer_.async_wait([self, gen](boost::system::error_code ec) {
+        if (!ec && gen == self->gen_ && self->state_ == conn_state::backoff) {
+            self->connect();
+        }
+    });
+}
+
+void connection_impl::arm_timeout(clock::time_point deadline) {
+    if (timeout_armed_ && timeout_expiry_ <= deadline) {
+        return;
+    }
+    timeout_armed_ = true;
+    timeout_expiry_ = deadline;
+    timeout_timer_.expires_at(deadline);
+    auto self = shared_from_this();
+    timeout_timer_.async_wait([self](boost::system::error_code ec) { self->on_timeout(ec); });
+}
+
+void connection_impl::on_timeout(boost::system::error_code ec) {
+    if (ec || state_ == conn_state::closed) {
+        return;
+    }
+    timeout_armed_ = false;
+    const auto now = clock::now();
+    const auto error_code = make_error_code(error::request_timeout);
+    // Written requests: drop their replies when they come.
+    for (std::size_t i = 0; i < ring_size_; ++i) {
+        op_base* op = ring_at(i).op;
+        if (!op || !op->has_deadline_) {
+            continue;
+        }
+        if (op->deadline_ > now) {
+            break;
+        }
+        ring_at(i).op = nullptr;
+        if (i == 0 && builder_->in_reply_) {
+            builder_->sink_ = nullptr;
+        }
+        op->state_ = op_base::state::done;
+        op->complete(error_code, 0, false);
+        if (state_ == conn_state::closed) {
+            return;
+        }
+    }
+    // Requests not yet written: never sent.
+    for (bool again = true; again;) {
+        again = false;
+        for (auto& op : pending_) {
+            if (!op.has_deadline_) {
+                continue;
+            }
+            if (op.deadline_ <= now) {
+                pending_.erase(pending_.iterator_to(op));
+                op.state_ = op_base::state::done;
+                op.complete(error_code, 0, false);
+                if (state_ == conn_state::closed) {
+                    return;
+                }
+                again = true;
+            }
+            break;
+        }
+    }
+    // Re-arm for the oldest request left.
+    for (std::size_t i = 0; i < ring_size_; ++i) {
+        if (op_base* op = ring_at(i).op; op && op->has_deadline_) {
+            arm_timeout(op->deadline_);
+            break;
+        }
+    }
+    for (auto& op : pending_) {
+        if (op.has_deadline_) {
+            arm_timeout(op.deadline_);
+            break;
+        }
+    }
+}
+
+void connection_impl::arm_health() {
+    if (cfg_.health_check_interval.count() == 0 || health_armed_) {
+        return;
+    }
+    health_armed_ = true;
+    health_timer_.expires_at(last_activity_ + cfg_.health_check_interval);
+    auto self = shared_from_this();
+    const std::uint64_t gen = gen_;
+    health_timer_.async_wait(
+        [self, gen](boost::system::error_code ec) { self->on_health(ec, gen); });
+}
+
+void connection_impl::on_health(boost::system::error_code ec, std::uint64_t) {
+    health_armed_ = false;
+    if (ec || state_ != conn_state::ready) {
+        return;
+    }
+    const auto now = clock::now();
+    if (now - last_activity_ < cfg_.health_check_interval) {
+        arm_health();
+        return;
+    }
+    if (ping_outstanding_) {
+        fail(make_error_code(error::connection_lost), true); // nothing since the PING
+        return;
+    }
+    if (ping_op_.state_ == op_base::state::idle) {
+        ping_op_.req_ = &ping_op_.req;
+        ping_op_.resp_ = &ping_op_.resp;
+        ping_op_.resp.clear();
+        ping_op_.replies_ = push_handler_ ? 0 : 1; // subscribed: the answer is a push
+        start_internal(ping_op_);
+        ++stats_.health_pings;
+    }
+    ping_outstanding_ = true;
+    health_armed_ = true;
+    health_timer_.expires_at(now + cfg_.health_check_interval);
+    auto self = shared_from_this();
+    health_timer_.async_wait([self](boost::system::error_code e) { self->on_health(e, 0); });
+}
+
+void connection_impl::ring_push(op_base* op, std::size_t replies) {
+    if (ring_size_ == ring_.size()) {
+        std::vector<record> bigger(std::max<std::size_t>(16, ring_.size() * 2));
+        for (std::size_t i = 0; i < ring_size_; ++i) {
+            bigger[i] = ring_at(i);
+        }
+        ring_.swap(bigger);
+        ring_head_ = 0;
+    }
+    ring_at(ring_size_) = {op, replies};
+    ++ring_size_;
+}
+
+void connection_impl::ring_pop() noexcept {
+    ring_head_ = (ring_head_ + 1) & (ring_.size() - 1);
+    --ring_size_;
+    ++ring_head_seq_;
+}
+
+} // namespace timewheel::redis::detail
