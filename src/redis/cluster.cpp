@@ -131,7 +131,8 @@ struct cluster_impl::attempt {
 
 cluster_impl::cluster_impl(executor_type const& ex, cluster_config cfg)
     : executor_(ex)
-    , config_(std::move(cfg)) {
+    , config_(std::move(cfg))
+    , refresh_timer_(ex) {
     // The seeds are the first nodes, so that the first map can be asked of them.
     map_.node_index({config_.node.host, config_.node.port});
     for (auto const& [host, port] : config_.seeds)
@@ -148,6 +149,7 @@ std::size_t cluster_impl::master_count() const noexcept {
 
 void cluster_impl::close() {
     closed_ = true;
+    refresh_timer_.cancel();
     for (auto& c : connections_)
         if (c)
             c->close();
@@ -225,14 +227,18 @@ net::awaitable<error_code> cluster_impl::refresh() {
 }
 
 void cluster_impl::refresh_in_background(std::shared_ptr<cluster_impl> const& self) {
-    auto const now = std::chrono::steady_clock::now();
-    if (refreshing_ || closed_ || now - last_refresh_ < config_.refresh_interval)
+    if (refreshing_ || closed_)
         return;
+    // At most one refresh per refresh_interval: one too early waits for its turn, so that the
+    // map is always refreshed after the last of a burst of MOVED.
     refreshing_ = true;
+    refresh_timer_.expires_at(last_refresh_ + config_.refresh_interval);
     net::co_spawn(
         executor_,
         [self]() -> net::awaitable<void> {
-            co_await self->refresh();
+            auto [ec] = co_await self->refresh_timer_.async_wait(use_tuple);
+            if (!ec && !self->closed_)
+                co_await self->refresh();
             self->refreshing_ = false;
         },
         net::detached);

@@ -21,6 +21,7 @@
 #include <boost/asio/any_io_executor.hpp>
 #include <boost/asio/associator.hpp>
 #include <boost/asio/awaitable.hpp>
+#include <boost/asio/steady_timer.hpp>
 #include <boost/system/error_code.hpp>
 
 #include <chrono>
@@ -77,6 +78,7 @@ private:
     std::vector<std::uint16_t> masters_;                   // nodes serving slots, last map
     std::size_t next_master_ = 0;
     std::chrono::steady_clock::time_point last_refresh_{};
+    boost::asio::steady_timer refresh_timer_; // spaces the background refreshes
     bool refreshing_ = false;
     bool closed_ = false;
     cluster_stats stats_;
