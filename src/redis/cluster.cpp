@@ -10,6 +10,12 @@
 
 #include <timewheel/redis/cluster.hpp>
 
+// GCC 12 at -O1 sees Asio's coroutine frames, allocated with aligned_alloc and released with
+// the frame's own operator delete (which calls free), as a mismatch: a false positive.
+#if defined(__GNUC__) && !defined(__clang__)
+#pragma GCC diagnostic ignored "-Wmismatched-new-delete"
+#endif
+
 #include <timewheel/redis/detail/cluster_command_keys.hpp>
 #include <timewheel/redis/detail/cluster_commands.hpp>
 #include <timewheel/redis/detail/cluster_reply_copy.hpp>
