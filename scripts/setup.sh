@@ -3,7 +3,8 @@
 # only checks, in well under a second. Extra package names may be given as arguments.
 set -euo pipefail
 
-packages=(g++ cmake make libboost1.81-dev libboost-test1.81-dev libbenchmark-dev "$@")
+packages=(g++ cmake make libboost1.81-dev libboost-test1.81-dev libbenchmark-dev
+          libhiredis-dev redis-server redis-tools "$@")
 
 missing=()
 for p in "${packages[@]}"; do

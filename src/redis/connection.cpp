@@ -68,8 +68,7 @@ private:
     }
     static void on_free(void*) {}
 
-    void* add(reply_type type, std::int64_t integer, const char* s, std::size_t len,
-              bool opens) {
+    void* add(reply_type type, std::int64_t integer, const char* s, std::size_t len, bool opens) {
         if (!in_reply_) {
             in_reply_ = true;
             depth_ = 0;
@@ -124,7 +123,9 @@ void cancel_exec(connection_impl& impl, op_base& op, net::cancellation_type type
 
 namespace {
 
-bool is_internal(const op_base& op) noexcept { return !op.owner_; }
+bool is_internal(const op_base& op) noexcept {
+    return !op.owner_;
+}
 
 void check_duration(std::chrono::milliseconds d, const char* name) {
     if (d.count() < 0) {
@@ -143,8 +144,8 @@ connection_impl::connection_impl(const executor_type& ex, config cfg)
     , timeout_timer_(ex)
     , health_timer_(ex)
     , builder_(std::make_unique<reply_builder>(*this))
-    , jitter_(static_cast<std::minstd_rand::result_type>(
-          clock::now().time_since_epoch().count() ^ reinterpret_cast<std::uintptr_t>(this)))
+    , jitter_(static_cast<std::minstd_rand::result_type>(clock::now().time_since_epoch().count() ^
+                                                         reinterpret_cast<std::uintptr_t>(this)))
     , handshake_op_([](op_base* op, boost::system::error_code ec, std::size_t, bool) {
         if (!ec) {
             static_cast<internal_op*>(op)->self->complete_handshake();
@@ -284,7 +285,8 @@ void connection_impl::close() {
 }
 
 void connection_impl::fail_everything(boost::system::error_code why, bool post) {
-    for (op_base* internal : {static_cast<op_base*>(&handshake_op_), static_cast<op_base*>(&ping_op_)}) {
+    for (op_base* internal :
+         {static_cast<op_base*>(&handshake_op_), static_cast<op_base*>(&ping_op_)}) {
         if (internal->is_linked()) {
             pending_.erase(pending_.iterator_to(*internal));
         }
@@ -325,9 +327,8 @@ void connection_impl::connect() {
             self->fail(make_error_code(error::connect_timeout), false);
         }
     });
-    socket_.async_connect(endpoint_, [self, gen](boost::system::error_code ec) {
-        self->on_connected(ec, gen);
-    });
+    socket_.async_connect(
+        endpoint_, [self, gen](boost::system::error_code ec) { self->on_connected(ec, gen); });
 }
 
 void connection_impl::on_connected(boost::system::error_code ec, std::uint64_t gen) {
@@ -397,10 +398,9 @@ void connection_impl::complete_handshake() {
 void connection_impl::start_read() {
     auto self = shared_from_this();
     const std::uint64_t gen = gen_;
-    socket_.async_read_some(net::buffer(read_buffer_.get(), cfg_.read_buffer_size),
-                            [self, gen](boost::system::error_code ec, std::size_t n) {
-                                self->on_read(ec, n, gen);
-                            });
+    socket_.async_read_some(
+        net::buffer(read_buffer_.get(), cfg_.read_buffer_size),
+        [self, gen](boost::system::error_code ec, std::size_t n) { self->on_read(ec, n, gen); });
 }
 
 void connection_impl::on_read(boost::system::error_code ec, std::size_t n, std::uint64_t gen) {
@@ -417,9 +417,13 @@ void connection_impl::on_read(boost::system::error_code ec, std::size_t n, std::
         fail(make_error_code(error::protocol_error), true);
         return;
     }
+    // Requests issued by the handlers completed here go out together, in one write after
+    // the loop (corked), not one write per completion.
+    corked_ = true;
     for (;;) {
         void* reply = nullptr;
         if (redisReaderGetReply(reader_, &reply) != REDIS_OK) {
+            corked_ = false;
             fail(make_error_code(error::protocol_error), true);
             return;
         }
@@ -429,9 +433,12 @@ void connection_impl::on_read(boost::system::error_code ec, std::size_t n, std::
         builder_->in_reply_ = false;
         on_reply();
         if (gen != gen_) {
+            corked_ = false;
             return; // a handler closed the connection, or the reply failed it
         }
     }
+    corked_ = false;
+    start_write();
     start_read();
 }
 
@@ -465,9 +472,9 @@ void connection_impl::on_reply() {
             if (op->next_script_ < calls.size() && calls[op->next_script_].command == command) {
                 ++op->next_script_;
                 const auto& root = resp.nodes_[resp.roots_.back()];
-                if (root.type == reply_type::error &&
-                    std::string_view(resp.data_).substr(root.offset, root.length).starts_with(
-                        "NOSCRIPT")) {
+                if (root.type == reply_type::error && std::string_view(resp.data_)
+                                                          .substr(root.offset, root.length)
+                                                          .starts_with("NOSCRIPT")) {
                     op->retry_commands_.push_back(command);
                 }
             }
@@ -493,9 +500,8 @@ void connection_impl::finish_op(op_base& op) {
         const auto payload = op.req_->payload();
         for (std::size_t command : op.retry_commands_) {
             const auto& calls = op.req_->script_calls();
-            const auto& call = *std::find_if(calls.begin(), calls.end(), [&](const auto& c) {
-                return c.command == command;
-            });
+            const auto& call = *std::find_if(calls.begin(), calls.end(),
+                                             [&](const auto& c) { return c.command == command; });
             const auto header_end = payload.find("\r\n", call.begin) + 2;
             op.retry_payload_.append(payload.substr(call.begin, header_end - call.begin));
             op.retry_payload_.append("$4\r\nEVAL\r\n$");
@@ -519,7 +525,7 @@ void connection_impl::finish_op(op_base& op) {
 }
 
 void connection_impl::start_write() {
-    if (writing_ || pending_.empty() ||
+    if (writing_ || corked_ || pending_.empty() ||
         (state_ != conn_state::ready && state_ != conn_state::handshaking)) {
         return;
     }
@@ -549,10 +555,9 @@ void connection_impl::start_write() {
     ++stats_.writes;
     auto self = shared_from_this();
     const std::uint64_t gen = gen_;
-    net::async_write(socket_, net::buffer(write_buffer_),
-                     [self, gen](boost::system::error_code ec, std::size_t) {
-                         self->on_written(ec, gen);
-                     });
+    net::async_write(
+        socket_, net::buffer(write_buffer_),
+        [self, gen](boost::system::error_code ec, std::size_t) { self->on_written(ec, gen); });
 }
 
 void connection_impl::on_written(boost::system::error_code ec, std::uint64_t gen) {
@@ -596,7 +601,8 @@ void connection_impl::fail(boost::system::error_code why, bool) {
         return;
     }
     // Written requests fail; requests not yet written wait for the next connection.
-    for (op_base* internal : {static_cast<op_base*>(&handshake_op_), static_cast<op_base*>(&ping_op_)}) {
+    for (op_base* internal :
+         {static_cast<op_base*>(&handshake_op_), static_cast<op_base*>(&ping_op_)}) {
         if (internal->is_linked()) {
             pending_.erase(pending_.iterator_to(*internal));
         }

@@ -110,7 +110,9 @@ subscriber::subscriber(const executor_type& ex, config cfg, std::size_t max_buff
 
 subscriber::~subscriber() = default;
 
-void subscriber::run() { state_->impl_->run(); }
+void subscriber::run() {
+    state_->impl_->run();
+}
 
 void subscriber::subscribe(const std::vector<std::string>& channels) {
     state_->change("SUBSCRIBE", state_->channels_, channels, true);
@@ -139,9 +141,17 @@ void subscriber::close() {
     channel_.close();
 }
 
-bool subscriber::is_connected() const noexcept { return state_->impl_->is_connected(); }
-const connection_stats& subscriber::stats() const noexcept { return state_->impl_->stats(); }
-std::uint64_t subscriber::dropped() const noexcept { return state_->dropped_; }
-std::uint64_t subscriber::confirmations() const noexcept { return state_->confirmations_; }
+bool subscriber::is_connected() const noexcept {
+    return state_->impl_->is_connected();
+}
+const connection_stats& subscriber::stats() const noexcept {
+    return state_->impl_->stats();
+}
+std::uint64_t subscriber::dropped() const noexcept {
+    return state_->dropped_;
+}
+std::uint64_t subscriber::confirmations() const noexcept {
+    return state_->confirmations_;
+}
 
 } // namespace timewheel::redis

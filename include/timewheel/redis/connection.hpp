@@ -69,7 +69,7 @@ public:
 
     /// Constructs a connection on an execution context (an io_context).
     template <typename ExecutionContext>
-        requires std::is_convertible_v<ExecutionContext&, boost::asio::execution_context&>
+    requires std::is_convertible_v<ExecutionContext&, boost::asio::execution_context&>
     explicit connection(ExecutionContext& context, config cfg = {})
         : connection(context.get_executor(), std::move(cfg)) {}
 
@@ -144,12 +144,10 @@ public:
      * operation completes at once with operation_aborted for terminal and partial
      * cancellation (total cancellation then has no effect: the command has run or will).
      */
-    template <typename ExecToken =
-                  boost::asio::default_completion_token_t<executor_type>>
+    template <typename ExecToken = boost::asio::default_completion_token_t<executor_type>>
     auto async_exec(const request& req, response& resp,
                     ExecToken&& token = boost::asio::default_completion_token_t<executor_type>()) {
-        return boost::asio::async_initiate<ExecToken,
-                                           void(boost::system::error_code, std::size_t)>(
+        return boost::asio::async_initiate<ExecToken, void(boost::system::error_code, std::size_t)>(
             initiate_async_exec(impl_.get()), token, &req, &resp);
     }
 

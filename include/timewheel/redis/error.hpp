@@ -12,6 +12,7 @@
 #include <boost/system/error_code.hpp>
 #include <boost/system/system_error.hpp>
 
+#include <ostream>
 #include <string>
 #include <string_view>
 #include <type_traits>
@@ -68,6 +69,11 @@ inline boost::system::error_code make_error_code(error e) noexcept {
     return {static_cast<int>(e), error_category()};
 }
 
+/// Writes the message of `e` (for logs and test diagnostics).
+inline std::ostream& operator<<(std::ostream& os, error e) {
+    return os << make_error_code(e).message();
+}
+
 /// The exception thrown when a reply that is a server error is read as a value.
 /**
  * code() is redis::error::server_error; what() starts with the server's own text, e.g.
@@ -89,7 +95,9 @@ private:
 
 } // namespace timewheel::redis
 
+/// @cond
 template <>
 struct boost::system::is_error_code_enum<timewheel::redis::error> : std::true_type {};
+/// @endcond
 
 #endif // TIMEWHEEL_REDIS_ERROR_HPP

@@ -29,8 +29,8 @@ namespace timewheel::redis {
 /// A type that can be an argument of a command: bytes (anything convertible to
 /// std::string_view), an integer, or a floating-point number. bool is written as 0 or 1.
 template <typename T>
-concept argument = std::convertible_to<const T&, std::string_view> ||
-                   std::integral<T> || std::floating_point<T>;
+concept argument =
+    std::convertible_to<const T&, std::string_view> || std::integral<T> || std::floating_point<T>;
 
 /// Commands to send together, formatted in RESP as they are pushed.
 /**
@@ -78,8 +78,8 @@ public:
 
     /// Appends one command whose arguments are a range (a vector of strings, of integers...).
     template <std::ranges::forward_range Range>
-        requires argument<std::ranges::range_value_t<Range>>
-    request& push_range(std::string_view command, const Range& args) {
+    requires argument<std::ranges::range_value_t<Range>> request&
+    push_range(std::string_view command, const Range& args) {
         append_header(1 + static_cast<std::size_t>(std::ranges::distance(args)));
         append_arg(command);
         for (const auto& a : args) {
@@ -91,8 +91,8 @@ public:
 
     /// Appends one command with a key followed by a range of arguments ("RPUSH key a b c").
     template <std::ranges::forward_range Range>
-        requires argument<std::ranges::range_value_t<Range>>
-    request& push_range(std::string_view command, std::string_view key, const Range& args) {
+    requires argument<std::ranges::range_value_t<Range>> request&
+    push_range(std::string_view command, std::string_view key, const Range& args) {
         append_header(2 + static_cast<std::size_t>(std::ranges::distance(args)));
         append_arg(command);
         append_arg(key);
@@ -123,9 +123,9 @@ public:
 
     /// Appends `EVALSHA <sha1> <keys.size()> keys... args...` from two ranges.
     template <std::ranges::forward_range Keys, std::ranges::forward_range Args>
-        requires argument<std::ranges::range_value_t<Keys>> &&
-                 argument<std::ranges::range_value_t<Args>>
-    request& push_script_range(const redis::script& s, const Keys& keys, const Args& args) {
+    requires argument<std::ranges::range_value_t<Keys>> &&
+        argument<std::ranges::range_value_t<Args>>
+            request& push_script_range(const redis::script& s, const Keys& keys, const Args& args) {
         script_call call{commands_, payload_.size(), 0, 0, &s};
         const auto nkeys = static_cast<std::size_t>(std::ranges::distance(keys));
         append_header(3 + nkeys + static_cast<std::size_t>(std::ranges::distance(args)));

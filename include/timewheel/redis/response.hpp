@@ -32,6 +32,12 @@ enum class reply_type : std::uint8_t {
     error,   ///< an error reply (-); its text names the failure
 };
 
+/// Writes the name of a reply type ("string", "array"...).
+inline std::ostream& operator<<(std::ostream& os, reply_type t) {
+    constexpr const char* names[] = {"string", "status", "integer", "nil", "array", "error"};
+    return os << names[static_cast<int>(t)];
+}
+
 namespace detail {
 class reply_builder;
 class connection_impl;
@@ -194,7 +200,9 @@ private:
     std::string data_;
 };
 
-inline const detail::reply_node& reply::node() const noexcept { return response_->nodes_[index_]; }
+inline const detail::reply_node& reply::node() const noexcept {
+    return response_->nodes_[index_];
+}
 
 inline std::string_view reply::bytes() const noexcept {
     const auto& n = node();
@@ -212,7 +220,9 @@ inline void reply::check(reply_type wanted) const {
     throw_error(t == reply_type::nil ? error::nil_reply : error::unexpected_type);
 }
 
-inline void reply::throw_error(error e) { throw boost::system::system_error(e); }
+inline void reply::throw_error(error e) {
+    throw boost::system::system_error(e);
+}
 
 inline reply reply::operator[](std::size_t i) const {
     if (i >= size()) {

@@ -17,6 +17,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <memory>
+#include <ostream>
 #include <string>
 #include <vector>
 
@@ -34,6 +35,12 @@ struct message {
     std::string channel;
     std::string payload;
 };
+
+/// Writes the name of a message kind ("message", "pmessage", "smessage").
+inline std::ostream& operator<<(std::ostream& os, message::kind_type k) {
+    constexpr const char* names[] = {"message", "pmessage", "smessage"};
+    return os << names[static_cast<int>(k)];
+}
 
 /// Receives pub/sub messages on a connection of its own.
 /**
@@ -95,17 +102,17 @@ public:
     /**
      * @par Completion Signature
      * @code void(boost::system::error_code ec, redis::message m) @endcode
-     * `ec` is success with a message, or channel_errc::channel_closed after close(), or
-     * operation_aborted when cancelled.
+     * `ec` is success with a message, or
+     * boost::asio::experimental::channel_errc::channel_closed after close(), or
+     * channel_errc::channel_cancelled when cancelled.
      *
      * @par Per-Operation Cancellation
      * As boost::asio::experimental::channel::async_receive: terminal, partial and total;
      * a cancelled receive takes no message.
      */
-    template <typename ReceiveToken =
-                  boost::asio::default_completion_token_t<executor_type>>
-    auto async_receive(
-        ReceiveToken&& token = boost::asio::default_completion_token_t<executor_type>()) {
+    template <typename ReceiveToken = boost::asio::default_completion_token_t<executor_type>>
+    auto
+    async_receive(ReceiveToken&& token = boost::asio::default_completion_token_t<executor_type>()) {
         return channel_.async_receive(std::forward<ReceiveToken>(token));
     }
 

@@ -38,13 +38,13 @@ namespace timewheel::redis {
 
 /// Counters of a connection's life, for tests, metrics and benchmarks.
 struct connection_stats {
-    std::uint64_t connects = 0;        ///< successful connections (handshake included)
+    std::uint64_t connects = 0;         ///< successful connections (handshake included)
     std::uint64_t connect_failures = 0; ///< failed attempts (connect, timeout, handshake)
-    std::uint64_t disconnects = 0;     ///< established connections lost
-    std::uint64_t writes = 0;          ///< socket writes (each carries one or more requests)
+    std::uint64_t disconnects = 0;      ///< established connections lost
+    std::uint64_t writes = 0;           ///< socket writes (each carries one or more requests)
     std::uint64_t requests_written = 0; ///< requests written (a NOSCRIPT resend counts again)
     std::uint64_t noscript_retries = 0; ///< EVALSHA commands resent as EVAL
-    std::uint64_t health_pings = 0;    ///< PINGs sent by the health check
+    std::uint64_t health_pings = 0;     ///< PINGs sent by the health check
 };
 
 namespace detail {
@@ -145,9 +145,10 @@ private:
     std::size_t ring_head_ = 0;
     std::size_t ring_size_ = 0;
     std::uint64_t ring_head_seq_ = 0;
-    std::uint64_t gen_ = 0;  // bumped when the socket is closed: stale handlers return
+    std::uint64_t gen_ = 0; // bumped when the socket is closed: stale handlers return
     conn_state state_ = conn_state::idle;
     bool writing_ = false;
+    bool corked_ = false; // replies are being completed: their handlers' requests wait
     bool reading_ = false;
     bool timeout_armed_ = false;
     bool health_armed_ = false;

@@ -58,8 +58,7 @@ public:
         , work_(handler_, io_ex)
         , io_ex_(io_ex) {}
 
-    static void do_complete(op_base* base, boost::system::error_code ec, std::size_t n,
-                            bool post) {
+    static void do_complete(op_base* base, boost::system::error_code ec, std::size_t n, bool post) {
         exec_op* op = static_cast<exec_op*>(base);
         if (post) {
             // Complete from a fresh handler: never inside async_exec or a slot's handler.
@@ -72,8 +71,8 @@ public:
         }
         ptr p = {std::addressof(op->handler_), op, op};
         net::detail::handler_work<Handler, IoExecutor> work(std::move(op->work_));
-        net::detail::binder2<Handler, boost::system::error_code, std::size_t> handler(
-            op->handler_, ec, n);
+        net::detail::binder2<Handler, boost::system::error_code, std::size_t> handler(op->handler_,
+                                                                                      ec, n);
         p.h = std::addressof(handler.handler_);
         p.reset(); // releases the operation's memory, and its hold on the connection
         net::detail::fenced_block block(net::detail::fenced_block::half);

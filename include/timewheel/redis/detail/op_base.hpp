@@ -49,19 +49,19 @@ public:
     }
 
     const request* req_ = nullptr;
-    response* resp_ = nullptr;                  // null: replies are read and dropped
-    std::shared_ptr<connection_impl> owner_;    // keeps the connection alive for cancellation
+    response* resp_ = nullptr;               // null: replies are read and dropped
+    std::shared_ptr<connection_impl> owner_; // keeps the connection alive for cancellation
     std::chrono::steady_clock::time_point deadline_{};
-    std::uint64_t seq_ = 0;                     // position in the awaiting ring
-    std::size_t replies_ = 0;                   // replies expected for what is being sent
-    std::size_t received_ = 0;                  // replies received in the first pass
-    std::size_t next_script_ = 0;               // cursor in req_->script_calls()
-    std::vector<std::size_t> retry_commands_;   // commands answered NOSCRIPT
-    std::string retry_payload_;                 // their EVAL form
+    std::uint64_t seq_ = 0;                   // position in the awaiting ring
+    std::size_t replies_ = 0;                 // replies expected for what is being sent
+    std::size_t received_ = 0;                // replies received in the first pass
+    std::size_t next_script_ = 0;             // cursor in req_->script_calls()
+    std::vector<std::size_t> retry_commands_; // commands answered NOSCRIPT
+    std::string retry_payload_;               // their EVAL form
     state state_ = state::idle;
     bool has_deadline_ = false;
     bool retrying_ = false;
-    bool handshake_ = false;                    // may be written before the handshake ends
+    bool handshake_ = false; // may be written before the handshake ends
 
 private:
     complete_fn complete_;

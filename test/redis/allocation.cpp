@@ -1,0 +1,147 @@
+//
+// test/redis/allocation.cpp
+//
+// The steady-state request path allocates nothing: a request and a response reused in a
+// loop, one at a time (with the default recycling allocator) and pipelined 16 deep (with
+// handlers that carry an allocator of their own, so that what is counted is the client's
+// own allocations). Counted with a replaced global operator new.
+//
+
+#include <timewheel/redis/connection.hpp>
+
+#define BOOST_TEST_MODULE redis_allocation
+#include "support/redis_fixture.hpp"
+
+#include <boost/asio/bind_allocator.hpp>
+#include <boost/asio/io_context.hpp>
+#include <boost/test/unit_test.hpp>
+
+#include "support/counting_new.hpp"
+
+#include <functional>
+#include <vector>
+
+namespace net = boost::asio;
+namespace redis = timewheel::redis;
+using timewheel::test::redis_available;
+using timewheel::test::redis_server;
+using timewheel::test::run_until;
+
+namespace {
+
+// A fixed pool of blocks for the handlers' own allocations (one per request in flight).
+struct pool {
+    static constexpr std::size_t block = 1024;
+    static constexpr std::size_t blocks = 64;
+    alignas(std::max_align_t) unsigned char storage[block * blocks];
+    void* free_[blocks];
+    std::size_t nfree = 0;
+    pool() {
+        for (std::size_t i = 0; i < blocks; ++i) {
+            free_[nfree++] = storage + i * block;
+        }
+    }
+};
+
+template <typename T>
+struct pool_allocator {
+    using value_type = T;
+    pool* p;
+    explicit pool_allocator(pool* q) noexcept
+        : p(q) {}
+    template <typename U>
+    pool_allocator(const pool_allocator<U>& o) noexcept
+        : p(o.p) {}
+    T* allocate(std::size_t n) {
+        if (n * sizeof(T) > pool::block || p->nfree == 0) {
+            throw std::bad_alloc();
+        }
+        return static_cast<T*>(p->free_[--p->nfree]);
+    }
+    void deallocate(T* t, std::size_t) noexcept { p->free_[p->nfree++] = t; }
+    template <typename U>
+    bool operator==(const pool_allocator<U>& o) const noexcept {
+        return p == o.p;
+    }
+};
+
+} // namespace
+
+BOOST_AUTO_TEST_SUITE(allocation, *boost::unit_test::precondition(redis_available()))
+
+BOOST_AUTO_TEST_CASE(one_request_at_a_time_allocates_nothing) {
+    redis_server server;
+    net::io_context io;
+    auto cfg = server.config();
+    cfg.request_timeout = std::chrono::seconds(30); // the timeout path is part of it
+    redis::connection conn(io, cfg);
+    redis::request req;
+    req.push("SET", "key", "a value of some length");
+    req.push("GET", "key");
+    req.push("INCR", "n");
+    redis::response resp;
+    std::size_t done = 0;
+    auto round = [&](std::size_t rounds) {
+        const std::size_t target = done + rounds;
+        for (std::size_t i = 0; i < rounds; ++i) {
+            conn.async_exec(req, resp, [&](boost::system::error_code ec, std::size_t) {
+                BOOST_TEST(!ec);
+                ++done;
+            });
+            BOOST_REQUIRE(run_until(io, [&] { return done == target - rounds + i + 1; }));
+        }
+    };
+    round(2000); // warm: buffers, rings, recycled operation memory
+    const auto before = allocations.load();
+    round(5000);
+    const auto after = allocations.load();
+    BOOST_TEST(resp[1].as_string() == "a value of some length");
+    BOOST_TEST_MESSAGE("allocations in 5000 requests: " << after - before);
+    BOOST_TEST(after - before == 0u);
+}
+
+BOOST_AUTO_TEST_CASE(pipelined_requests_allocate_nothing) {
+    redis_server server;
+    net::io_context io;
+    redis::connection conn(io, server.config());
+    constexpr std::size_t depth = 16;
+    std::vector<redis::request> reqs(depth);
+    std::vector<redis::response> resps(depth);
+    for (auto& r : reqs) {
+        r.push("SET", "key", "value");
+    }
+    pool handler_memory;
+    std::size_t done = 0;
+    std::size_t issued = 0;
+    std::size_t limit = 0;
+    // Each completion issues the next request: always `depth` in flight.
+    std::function<void(std::size_t)> issue = [&](std::size_t slot) {
+        ++issued;
+        conn.async_exec(reqs[slot], resps[slot],
+                        net::bind_allocator(pool_allocator<void>(&handler_memory),
+                                            [&, slot](boost::system::error_code ec, std::size_t) {
+                                                BOOST_TEST(!ec);
+                                                ++done;
+                                                if (issued < limit) {
+                                                    issue(slot);
+                                                }
+                                            }));
+    };
+    auto run = [&](std::size_t count) {
+        limit = issued + count;
+        const std::size_t target = done + count;
+        for (std::size_t s = 0; s < depth; ++s) {
+            issue(s);
+        }
+        BOOST_REQUIRE(run_until(io, [&] { return done == target; }));
+    };
+    run(5000);
+    const auto before = allocations.load();
+    run(20000);
+    const auto after = allocations.load();
+    BOOST_TEST_MESSAGE("allocations in 20000 pipelined requests: "
+                       << after - before << " in " << conn.stats().writes << " writes in all");
+    BOOST_TEST(after - before == 0u);
+}
+
+BOOST_AUTO_TEST_SUITE_END()
