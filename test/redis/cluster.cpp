@@ -32,9 +32,10 @@
 
 namespace net = boost::asio;
 namespace redis = timewheel::redis;
-using redis::test::cluster_fixture;
-using redis::test::exec;
-using redis::test::run_until;
+using timewheel::test::cluster_available;
+using timewheel::test::cluster_fixture;
+using timewheel::test::exec;
+using timewheel::test::run_until;
 
 namespace {
 
@@ -58,8 +59,7 @@ std::string trim(std::string s) {
 
 } // namespace
 
-BOOST_AUTO_TEST_SUITE(cluster_client,
-                      *boost::unit_test::precondition(cluster_fixture::servers_installed))
+BOOST_AUTO_TEST_SUITE(cluster_client, *boost::unit_test::precondition(cluster_available{}))
 
 BOOST_AUTO_TEST_CASE(keys_land_on_their_masters) {
     auto& f = servers();
@@ -179,7 +179,7 @@ BOOST_AUTO_TEST_CASE(keyless_and_routed_commands) {
             BOOST_TEST(!ec);
             done = true;
         });
-        run_until(io, [&] { return done; });
+        BOOST_TEST_REQUIRE(run_until(io, [&] { return done; }));
         BOOST_TEST(resp[0].as_string() == "embstr");
     }
     BOOST_TEST(c.stats().moved == moved);
@@ -218,7 +218,7 @@ BOOST_AUTO_TEST_CASE(completion_tokens) {
         BOOST_TEST(n == 2u);
         done = true;
     });
-    run_until(io, [&] { return done; });
+    BOOST_TEST_REQUIRE(run_until(io, [&] { return done; }));
     BOOST_TEST(r1[1].as_string() == "t");
 
     // use_awaitable
@@ -237,7 +237,7 @@ BOOST_AUTO_TEST_CASE(completion_tokens) {
             if (e)
                 std::rethrow_exception(e);
         });
-    run_until(io, [&] { return done; });
+    BOOST_TEST_REQUIRE(run_until(io, [&] { return done; }));
     BOOST_TEST(r2[1].as_string() == "t");
     BOOST_TEST(c.stats().refreshes >= 2u);
 
@@ -275,7 +275,7 @@ BOOST_AUTO_TEST_CASE(cancellation) {
             done = true;
         }));
     signal.emit(net::cancellation_type::terminal); // before the map is even learnt
-    run_until(io, [&] { return done; });
+    BOOST_TEST_REQUIRE(run_until(io, [&] { return done; }));
     BOOST_TEST(result == net::error::operation_aborted);
 
     // The client is still usable.
@@ -306,7 +306,7 @@ BOOST_AUTO_TEST_CASE(node_of_a_shard_channel) {
         node = std::move(cfg);
         done = true;
     });
-    run_until(io, [&] { return done; });
+    BOOST_TEST_REQUIRE(run_until(io, [&] { return done; }));
     BOOST_TEST(node.host == "127.0.0.1");
     BOOST_TEST(node.port == f.owner_port(redis::key_slot("news")));
 }

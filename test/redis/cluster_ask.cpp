@@ -21,11 +21,12 @@
 
 namespace net = boost::asio;
 namespace redis = timewheel::redis;
-using redis::test::cluster_fixture;
-using redis::test::exec;
-using redis::test::run_until;
+using timewheel::test::cluster_available;
+using timewheel::test::cluster_fixture;
+using timewheel::test::exec;
+using timewheel::test::run_until;
 
-BOOST_AUTO_TEST_SUITE(ask, *boost::unit_test::precondition(cluster_fixture::servers_installed))
+BOOST_AUTO_TEST_SUITE(ask, *boost::unit_test::precondition(cluster_available{}))
 
 BOOST_AUTO_TEST_CASE(ask_during_migration_then_moved) {
     cluster_fixture f;
@@ -105,10 +106,9 @@ BOOST_AUTO_TEST_CASE(ask_during_migration_then_moved) {
                                    result = ec;
                                    done = true;
                                }));
-        run_until(io, [&] { return waiting.stats().retries == 1u; });
+        BOOST_TEST_REQUIRE(run_until(io, [&] { return waiting.stats().retries == 1u; }));
         signal.emit(net::cancellation_type::terminal);
-        run_until(
-            io, [&] { return done; }, std::chrono::seconds(10));
+        BOOST_TEST_REQUIRE(run_until(io, [&] { return done; }));
         BOOST_TEST(result == net::error::operation_aborted);
     }
 

@@ -27,10 +27,11 @@
 
 namespace net = boost::asio;
 namespace redis = timewheel::redis;
-using redis::test::cluster_fixture;
-using redis::test::run_until;
+using timewheel::test::cluster_available;
+using timewheel::test::cluster_fixture;
+using timewheel::test::run_until;
 
-BOOST_AUTO_TEST_SUITE(reshard, *boost::unit_test::precondition(cluster_fixture::servers_installed))
+BOOST_AUTO_TEST_SUITE(reshard, *boost::unit_test::precondition(cluster_available{}))
 
 BOOST_AUTO_TEST_CASE(moved_after_reshard_during_traffic) {
     cluster_fixture f;
@@ -128,14 +129,10 @@ BOOST_AUTO_TEST_CASE(moved_after_reshard_during_traffic) {
         }
         reshard_done = true;
     });
-    try {
-        run_until(
-            io, [&] { return traffic_done; }, std::chrono::seconds(120));
-    } catch (...) {
-        resharder.join();
-        throw;
-    }
+    bool const finished = run_until(
+        io, [&] { return traffic_done; }, std::chrono::seconds(120));
     resharder.join();
+    BOOST_TEST_REQUIRE(finished);
     if (reshard_error)
         std::rethrow_exception(reshard_error);
     BOOST_TEST(failure.empty(), failure);
@@ -144,7 +141,7 @@ BOOST_AUTO_TEST_CASE(moved_after_reshard_during_traffic) {
     BOOST_TEST(f.owner_port(redis::key_slot(tags.front())) == target);
     BOOST_TEST(c.stats().moved >= 1u);
     // ... and refreshed its whole map after the MOVED (at most refresh_interval later).
-    run_until(io, [&] { return c.stats().refreshes >= 2u; });
+    BOOST_TEST_REQUIRE(run_until(io, [&] { return c.stats().refreshes >= 2u; }));
     BOOST_TEST_MESSAGE("moved " << c.stats().moved << ", ask " << c.stats().ask << ", retries "
                                 << c.stats().retries << ", refreshes " << c.stats().refreshes);
 

@@ -1,40 +1,38 @@
 //
 // test/redis/support/cluster_fixture.hpp
 //
-// A real three-master Redis Cluster on 127.0.0.1 for the tests: three `redis-server
-// --cluster-enabled yes` processes on free ports in a temporary directory, joined with
-// `redis-cli --cluster create ... --cluster-replicas 0 --cluster-yes`, ready once every node
-// reports cluster_state:ok and `redis-cli --cluster check` finds the slots agreed. The servers
-// are killed and the directory removed at the end. Administration the tests need (reshard,
+// A real three-master Redis Cluster on 127.0.0.1 for the tests: three redis_server processes
+// (redis_fixture.hpp: free ports, temporary directories, no persistence) started with
+// `--cluster-enabled yes`, joined with `redis-cli --cluster create ... --cluster-replicas 0
+// --cluster-yes`, ready once every node reports cluster_state:ok and `redis-cli --cluster
+// check` finds the slots agreed; stopped at the end. Administration the tests need (reshard,
 // CLUSTER SETSLOT, MIGRATE) goes through redis-cli, never through the client under test.
 //
-// Use as a Boost.Test fixture, with the suite skipped when redis-server is not installed:
+// Skip the suite, with a message, when redis-server or redis-cli is missing:
 //
-//     BOOST_AUTO_TEST_SUITE(s, *boost::unit_test::precondition(cluster_fixture::servers_installed))
-//     BOOST_FIXTURE_TEST_CASE(routing, cluster_fixture) { ... ports[0] ... cli(ports[0], {...}); }
+//     BOOST_AUTO_TEST_SUITE(s, *boost::unit_test::precondition(cluster_available{}))
+//     BOOST_FIXTURE_TEST_CASE(routing, cluster_fixture) { ... cli(ports[0], {"GET", "k"}) ... }
 //
 
 #ifndef TIMEWHEEL_TEST_REDIS_SUPPORT_CLUSTER_FIXTURE_HPP
 #define TIMEWHEEL_TEST_REDIS_SUPPORT_CLUSTER_FIXTURE_HPP
 
+#include "support/redis_fixture.hpp"
+
 #include <boost/test/unit_test.hpp>
 
-#include <arpa/inet.h>
 #include <fcntl.h>
-#include <netinet/in.h>
-#include <signal.h>
 #include <spawn.h>
-#include <sys/socket.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
 #include <array>
+#include <cerrno>
 #include <chrono>
 #include <cstdint>
-#include <cstdlib>
 #include <filesystem>
 #include <fstream>
-#include <initializer_list>
+#include <memory>
 #include <sstream>
 #include <stdexcept>
 #include <string>
@@ -45,7 +43,30 @@
 
 extern char** environ;
 
-namespace timewheel::redis::test {
+namespace timewheel::test {
+
+/// redis-cli: next to the redis-server in use, or on the PATH.
+inline std::string redis_cli_binary() {
+    auto const server = redis_server_binary();
+    if (!server.empty()) {
+        auto const sibling = std::filesystem::path(server).parent_path() / "redis-cli";
+        if (::access(sibling.c_str(), X_OK) == 0)
+            return sibling.string();
+    }
+    return {};
+}
+
+/// Boost.Test precondition of the Cluster suites: skips them, saying why, without
+/// redis-server and redis-cli.
+struct cluster_available {
+    boost::test_tools::assertion_result operator()(boost::unit_test::test_unit_id) const {
+        boost::test_tools::assertion_result r(!redis_cli_binary().empty());
+        if (!r)
+            r.message() << "skipped: redis-server and redis-cli not found on the PATH (Debian: "
+                           "apt-get install redis-server; CI installs it)";
+        return r;
+    }
+};
 
 class cluster_fixture {
 public:
@@ -54,41 +75,22 @@ public:
     /// The ports of the three masters, on 127.0.0.1.
     std::array<std::uint16_t, masters> ports{};
 
-    /// Whether redis-server and redis-cli are on PATH; the precondition of every Cluster suite.
-    static boost::test_tools::assertion_result servers_installed(boost::unit_test::test_unit_id) {
-        boost::test_tools::assertion_result result(!find_program("redis-server").empty() &&
-                                                   !find_program("redis-cli").empty());
-        if (!result)
-            result.message() << "redis-server or redis-cli is not installed (Debian package "
-                                "redis-server): skipping the Redis Cluster tests";
-        return result;
-    }
-
     cluster_fixture() {
-        make_directory();
-        try {
-            std::array<std::uint16_t, masters> bus{};
-            for (int i = 0; i < masters; ++i) {
-                ports[i] = free_port();
-                bus[i] = free_port();
-                start_server(i, bus[i]);
-            }
-            for (int i = 0; i < masters; ++i)
-                wait_listening(i);
-            std::vector<std::string> create{"--cluster", "create"};
-            for (auto p : ports)
-                create.push_back("127.0.0.1:" + std::to_string(p));
-            for (char const* a : {"--cluster-replicas", "0", "--cluster-yes"})
-                create.emplace_back(a);
-            cli_args(create);
-            wait_until_stable();
-        } catch (...) {
-            stop();
-            throw;
+        for (int i = 0; i < masters; ++i) {
+            redis_server::options opt;
+            opt.args = {"--cluster-enabled",     "yes",
+                        "--cluster-port",        std::to_string(free_port()),
+                        "--cluster-config-file", "nodes.conf"};
+            servers_[i] = std::make_unique<redis_server>(std::move(opt));
+            ports[i] = servers_[i]->port();
         }
+        std::vector<std::string> create{"--cluster", "create"};
+        for (auto p : ports)
+            create.push_back("127.0.0.1:" + std::to_string(p));
+        create.insert(create.end(), {"--cluster-replicas", "0", "--cluster-yes"});
+        cli_args(create);
+        wait_until_stable();
     }
-
-    ~cluster_fixture() { stop(); }
 
     cluster_fixture(cluster_fixture const&) = delete;
     cluster_fixture& operator=(cluster_fixture const&) = delete;
@@ -102,21 +104,27 @@ public:
 
     /// Runs `redis-cli <args...>` (no address added); throws when it exits with an error.
     std::string cli_args(std::vector<std::string> const& args) {
-        std::vector<std::string> argv{"redis-cli"};
-        argv.insert(argv.end(), args.begin(), args.end());
-        auto const out = dir_ / ("cli-" + std::to_string(++cli_runs_) + ".out");
-        int const status = wait_for(spawn(argv, out));
-        std::string text = read_file(out);
-        if (!WIFEXITED(status) || WEXITSTATUS(status) != 0)
-            throw std::runtime_error("redis-cli " + join(args) + " failed:\n" + text);
+        int status = 0;
+        auto text = run_cli(args, status);
+        if (!WIFEXITED(status) || WEXITSTATUS(status) != 0) {
+            std::string line;
+            for (auto const& a : args)
+                line += " " + a;
+            throw std::runtime_error("redis-cli" + line + " failed:\n" + text);
+        }
         return text;
     }
 
     /// The node id of the master on @p port.
-    std::string node_id(std::uint16_t port) { return trim(cli(port, {"CLUSTER", "MYID"})); }
+    std::string node_id(std::uint16_t port) {
+        auto id = cli(port, {"CLUSTER", "MYID"});
+        while (!id.empty() && (id.back() == '\n' || id.back() == '\r'))
+            id.pop_back();
+        return id;
+    }
 
-    /// The ports of the masters that serve slots, and their slot ranges, from node 0's
-    /// CLUSTER NODES (migrating/importing markers left out).
+    /// Every (master port, first slot, last slot) of node 0's CLUSTER NODES, in its order
+    /// (migrating/importing markers left out).
     std::vector<std::pair<std::uint16_t, std::pair<int, int>>> slot_ranges() {
         std::vector<std::pair<std::uint16_t, std::pair<int, int>>> out;
         std::istringstream lines(cli(ports[0], {"CLUSTER", "NODES"}));
@@ -161,12 +169,11 @@ public:
                 ok =
                     ok && cli(p, {"CLUSTER", "INFO"}).find("cluster_state:ok") != std::string::npos;
             if (ok) {
-                std::vector<std::string> argv{"redis-cli", "--cluster", "check",
-                                              "127.0.0.1:" + std::to_string(ports[0])};
-                auto const out = dir_ / "check.out";
-                int const status = wait_for(spawn(argv, out));
+                int status = 0;
+                auto const text = run_cli(
+                    {"--cluster", "check", "127.0.0.1:" + std::to_string(ports[0])}, status);
                 ok = WIFEXITED(status) && WEXITSTATUS(status) == 0 &&
-                     read_file(out).find("[OK] All nodes agree") != std::string::npos;
+                     text.find("[OK] All nodes agree") != std::string::npos;
             }
             if (ok)
                 return;
@@ -176,168 +183,38 @@ public:
         }
     }
 
-    /// The temporary directory of the servers (their logs are there).
-    std::filesystem::path const& directory() const { return dir_; }
-
-    static std::string find_program(std::string const& name) {
-        char const* path = std::getenv("PATH");
-        std::istringstream dirs(path ? path : "/usr/bin:/bin");
-        for (std::string d; std::getline(dirs, d, ':');) {
-            auto const candidate = std::filesystem::path(d.empty() ? "." : d) / name;
-            if (::access(candidate.c_str(), X_OK) == 0)
-                return candidate.string();
-        }
-        return {};
-    }
-
-    /// Whether something accepts connections on 127.0.0.1:@p port.
-    static bool can_connect(std::uint16_t port) {
-        int const fd = ::socket(AF_INET, SOCK_STREAM, 0);
-        if (fd < 0)
-            return false;
-        sockaddr_in addr{};
-        addr.sin_family = AF_INET;
-        addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-        addr.sin_port = htons(port);
-        bool const ok = ::connect(fd, reinterpret_cast<sockaddr*>(&addr), sizeof addr) == 0;
-        ::close(fd);
-        return ok;
-    }
-
 private:
-    std::filesystem::path dir_;
-    std::array<pid_t, masters> pids_{};
-    int cli_runs_ = 0;
-
-    void make_directory() {
-        std::string tmpl = (std::filesystem::temp_directory_path() / "timewheel-cluster-XXXXXX");
-        if (::mkdtemp(tmpl.data()) == nullptr)
-            throw std::system_error(errno, std::generic_category(), "mkdtemp");
-        dir_ = tmpl;
-    }
-
-    void start_server(int i, std::uint16_t bus_port) {
-        auto const port = std::to_string(ports[i]);
-        std::vector<std::string> argv{"redis-server",
-                                      "--port",
-                                      port,
-                                      "--bind",
-                                      "127.0.0.1",
-                                      "--cluster-enabled",
-                                      "yes",
-                                      "--cluster-port",
-                                      std::to_string(bus_port),
-                                      "--cluster-config-file",
-                                      (dir_ / ("nodes-" + port + ".conf")).string(),
-                                      "--dir",
-                                      dir_.string(),
-                                      "--save",
-                                      "",
-                                      "--appendonly",
-                                      "no",
-                                      "--daemonize",
-                                      "no"};
-        pids_[i] = spawn(argv, dir_ / ("redis-" + port + ".log"));
-    }
-
-    void wait_listening(int i) {
-        auto const deadline = std::chrono::steady_clock::now() + std::chrono::seconds(30);
-        while (!can_connect(ports[i])) {
-            int status = 0;
-            if (::waitpid(pids_[i], &status, WNOHANG) == pids_[i]) {
-                pids_[i] = 0;
-                throw std::runtime_error(
-                    "redis-server on port " + std::to_string(ports[i]) + " exited:\n" +
-                    read_file(dir_ / ("redis-" + std::to_string(ports[i]) + ".log")));
-            }
-            if (std::chrono::steady_clock::now() > deadline)
-                throw std::runtime_error("redis-server did not listen within 30 s");
-            std::this_thread::sleep_for(std::chrono::milliseconds(20));
-        }
-    }
-
-    void stop() noexcept {
-        for (auto& pid : pids_) {
-            if (pid > 0) {
-                ::kill(pid, SIGKILL);
-                int status = 0;
-                ::waitpid(pid, &status, 0);
-                pid = 0;
-            }
-        }
-        if (!dir_.empty() && std::getenv("TIMEWHEEL_KEEP_CLUSTER_DIR") == nullptr) {
-            std::error_code ec;
-            std::filesystem::remove_all(dir_, ec);
-        }
-    }
-
-    static pid_t spawn(std::vector<std::string> const& args, std::filesystem::path const& output) {
+    // redis-cli with stdout and stderr to a file in node 0's directory; returns the output.
+    std::string run_cli(std::vector<std::string> const& args, int& status) {
+        auto const out = servers_[0]->dir() / ("cli-" + std::to_string(++cli_runs_) + ".out");
+        auto const binary = redis_cli_binary();
         posix_spawn_file_actions_t actions;
         ::posix_spawn_file_actions_init(&actions);
-        ::posix_spawn_file_actions_addopen(&actions, 1, output.c_str(),
-                                           O_WRONLY | O_CREAT | O_TRUNC, 0644);
-        ::posix_spawn_file_actions_adddup2(&actions, 1, 2);
         ::posix_spawn_file_actions_addopen(&actions, 0, "/dev/null", O_RDONLY, 0);
-        std::vector<char*> argv;
+        ::posix_spawn_file_actions_addopen(&actions, 1, out.c_str(), O_WRONLY | O_CREAT | O_TRUNC,
+                                           0644);
+        ::posix_spawn_file_actions_adddup2(&actions, 1, 2);
+        std::vector<char*> argv{const_cast<char*>(binary.c_str())};
         for (auto const& a : args)
             argv.push_back(const_cast<char*>(a.c_str()));
         argv.push_back(nullptr);
         pid_t pid = 0;
-        int const rc = ::posix_spawnp(&pid, argv[0], &actions, nullptr, argv.data(), environ);
+        int const rc = ::posix_spawn(&pid, binary.c_str(), &actions, nullptr, argv.data(), environ);
         ::posix_spawn_file_actions_destroy(&actions);
         if (rc != 0)
-            throw std::system_error(rc, std::generic_category(), "posix_spawnp " + args[0]);
-        return pid;
-    }
-
-    static int wait_for(pid_t pid) {
-        int status = 0;
+            throw std::system_error(rc, std::generic_category(), "posix_spawn " + binary);
         while (::waitpid(pid, &status, 0) < 0 && errno == EINTR) {
         }
-        return status;
+        std::ifstream in(out);
+        std::ostringstream text;
+        text << in.rdbuf();
+        return text.str();
     }
 
-    // A port nobody listens on now; the kernel's ephemeral range keeps clashes between
-    // concurrent tests unlikely, and a clash fails loudly in wait_listening().
-    static std::uint16_t free_port() {
-        int const fd = ::socket(AF_INET, SOCK_STREAM, 0);
-        if (fd < 0)
-            throw std::system_error(errno, std::generic_category(), "socket");
-        sockaddr_in addr{};
-        addr.sin_family = AF_INET;
-        addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-        socklen_t len = sizeof addr;
-        if (::bind(fd, reinterpret_cast<sockaddr*>(&addr), sizeof addr) != 0 ||
-            ::getsockname(fd, reinterpret_cast<sockaddr*>(&addr), &len) != 0) {
-            int const e = errno;
-            ::close(fd);
-            throw std::system_error(e, std::generic_category(), "bind 127.0.0.1:0");
-        }
-        ::close(fd);
-        return ntohs(addr.sin_port);
-    }
-
-    static std::string read_file(std::filesystem::path const& p) {
-        std::ifstream in(p);
-        std::ostringstream s;
-        s << in.rdbuf();
-        return s.str();
-    }
-
-    static std::string trim(std::string s) {
-        while (!s.empty() && (s.back() == '\n' || s.back() == '\r' || s.back() == ' '))
-            s.pop_back();
-        return s;
-    }
-
-    static std::string join(std::vector<std::string> const& v) {
-        std::string s;
-        for (auto const& a : v)
-            s += (s.empty() ? "" : " ") + a;
-        return s;
-    }
+    std::array<std::unique_ptr<redis_server>, masters> servers_;
+    int cli_runs_ = 0;
 };
 
-} // namespace timewheel::redis::test
+} // namespace timewheel::test
 
 #endif // TIMEWHEEL_TEST_REDIS_SUPPORT_CLUSTER_FIXTURE_HPP
