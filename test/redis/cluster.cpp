@@ -3,10 +3,12 @@
 // master), a pipeline split over the masters with its replies in the caller's order, the
 // client-side cross-slot error, keyless and explicitly routed commands, scripts by SHA1,
 // every completion token, per-operation cancellation, a seed that does not answer, and the
-// node a shard channel lives on (for SSUBSCRIBE).
+// node a shard channel lives on, with SSUBSCRIBE there and SPUBLISH through the cluster.
 
 #define BOOST_TEST_MODULE cluster
 #include <timewheel/redis/cluster.hpp>
+
+#include <timewheel/redis/subscriber.hpp>
 
 #include "support/cluster_fixture.hpp"
 #include "support/cluster_run.hpp"
@@ -295,7 +297,7 @@ BOOST_AUTO_TEST_CASE(no_node_answers) {
     BOOST_TEST(exec(io, c, req, resp) == make_error_code(redis::cluster_error::no_slot_map));
 }
 
-BOOST_AUTO_TEST_CASE(node_of_a_shard_channel) {
+BOOST_AUTO_TEST_CASE(sharded_pubsub_on_the_channel_master) {
     auto& f = servers();
     net::io_context io;
     redis::cluster c(io, config_for(f));
@@ -309,6 +311,32 @@ BOOST_AUTO_TEST_CASE(node_of_a_shard_channel) {
     BOOST_TEST_REQUIRE(run_until(io, [&] { return done; }));
     BOOST_TEST(node.host == "127.0.0.1");
     BOOST_TEST(node.port == f.owner_port(redis::key_slot("news")));
+
+    // SSUBSCRIBE there, SPUBLISH through the cluster (routed by the channel's slot).
+    redis::subscriber sub(io.get_executor(), node);
+    sub.ssubscribe({"{news}:eu"});
+    bool got = false;
+    redis::message m;
+    sub.async_receive([&](boost::system::error_code ec, redis::message msg) {
+        BOOST_TEST(!ec);
+        m = std::move(msg);
+        got = true;
+    });
+    redis::request pub;
+    pub.push("SPUBLISH", "{news}:eu", "hello");
+    redis::response resp;
+    // Publish until the subscription is in place (SPUBLISH returns the receivers).
+    BOOST_TEST_REQUIRE(run_until(io, [&] {
+        if (got)
+            return true;
+        return !exec(io, c, pub, resp) && resp[0].as_integer() == 1;
+    }));
+    BOOST_TEST_REQUIRE(run_until(io, [&] { return got; }));
+    BOOST_TEST((m.kind == redis::message::kind_type::smessage));
+    BOOST_TEST(m.channel == "{news}:eu");
+    BOOST_TEST(m.payload == "hello");
+    BOOST_TEST(c.stats().moved == 0u);
+    sub.close();
 }
 
 BOOST_AUTO_TEST_CASE(closed_client) {
