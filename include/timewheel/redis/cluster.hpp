@@ -198,6 +198,7 @@ public:
      * the server then ends the shard subscription with an SUNSUBSCRIBE message, and the
      * subscriber should ask again and subscribe on the new master.
      *
+     * @param key The shard channel (or any key): its hash slot picks the master.
      * @param token The completion token, with the signature
      * @code void(boost::system::error_code ec, redis::config node) @endcode
      *

@@ -85,7 +85,9 @@ inline boost::system::error_code make_error_code(cluster_error e) noexcept {
 
 } // namespace timewheel::redis
 
+/// @cond
 template <>
 struct boost::system::is_error_code_enum<timewheel::redis::cluster_error> : std::true_type {};
+/// @endcond
 
 #endif // TIMEWHEEL_REDIS_CLUSTER_CONFIG_HPP
