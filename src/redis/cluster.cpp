@@ -367,14 +367,17 @@ net::awaitable<error_code> cluster_impl::run(request const& req, response& resp,
                     if (c.asking)
                         a->req.push("ASKING");
                     auto const args = std::span(c.command.args);
-                    if (c.script_ != nullptr) {
-                        std::size_t nkeys = 0;
-                        std::from_chars(args[2].data(), args[2].data() + args[2].size(), nkeys);
+                    std::size_t nkeys = 0;
+                    bool const script_call =
+                        c.script_ != nullptr && args.size() >= 3 &&
+                        std::from_chars(args[2].data(), args[2].data() + args[2].size(), nkeys)
+                                .ec == std::errc{} &&
+                        nkeys <= args.size() - 3;
+                    if (script_call) // keeps the script, for EVAL after NOSCRIPT
                         a->req.push_script_range(*c.script_, args.subspan(3, nkeys),
                                                  args.subspan(3 + nkeys));
-                    } else {
+                    else // as given; a bad numkeys gets the server's error
                         a->req.push_range(args[0], args.subspan(1));
-                    }
                 }
             }
         }

@@ -202,6 +202,19 @@ BOOST_AUTO_TEST_CASE(scripts_by_sha_on_every_master) {
     BOOST_TEST_REQUIRE(resp.size() == 12u);
     for (int i = 0; i < 12; ++i)
         BOOST_TEST(resp[static_cast<std::size_t>(i)].as_integer() == 2 * i);
+
+    // numkeys larger than the arguments: sent as given (in a split request too), and the
+    // server's error names the problem.
+    redis::request bad;
+    bad.push("GET", "script:0");
+    bad.push_script(incr_by, 3, "script:1");
+    bad.push("GET", "script:2");
+    BOOST_TEST(!exec(io, c, bad, resp));
+    BOOST_TEST_REQUIRE(resp.size() == 3u);
+    BOOST_TEST(resp[0].as_string() == "0");
+    BOOST_TEST_REQUIRE(resp[1].is_error());
+    BOOST_TEST(resp[1].error_message().find("keys") != std::string_view::npos);
+    BOOST_TEST(resp[2].as_string() == "4");
 }
 
 BOOST_AUTO_TEST_CASE(completion_tokens) {
