@@ -1,0 +1,150 @@
+//
+// timewheel/redis/detail/cluster_slot_map.hpp
+//
+// The Cluster client's picture of the cluster: which master serves each of the 16384 slots,
+// as learnt from CLUSTER SLOTS and corrected one slot at a time by MOVED; and the parsing of
+// the redirection errors (MOVED, ASK) and of the errors that ask for a retry (TRYAGAIN,
+// CLUSTERDOWN).
+//
+
+#ifndef TIMEWHEEL_REDIS_DETAIL_CLUSTER_SLOT_MAP_HPP
+#define TIMEWHEEL_REDIS_DETAIL_CLUSTER_SLOT_MAP_HPP
+
+#include <timewheel/redis/key_slot.hpp>
+
+#include <algorithm>
+#include <array>
+#include <charconv>
+#include <cstddef>
+#include <cstdint>
+#include <optional>
+#include <span>
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace timewheel::redis::detail {
+
+/// A master, as CLUSTER SLOTS and the redirections name it.
+struct cluster_address {
+    std::string host;
+    std::uint16_t port = 0;
+
+    friend bool operator==(cluster_address const&, cluster_address const&) = default;
+};
+
+/// A run of slots and the master that serves it: one entry of CLUSTER SLOTS.
+struct cluster_slot_range {
+    std::uint16_t first = 0;
+    std::uint16_t last = 0;
+    cluster_address master;
+};
+
+/// A MOVED or ASK error reply, parsed: "MOVED 3999 127.0.0.1:6381".
+struct cluster_redirection {
+    enum kind_type : unsigned char { moved, ask } kind = moved;
+    std::uint16_t slot = 0;
+    cluster_address target; ///< host empty: the host of the node that answered
+};
+
+inline std::optional<std::uint16_t> parse_port_or_slot(std::string_view text, unsigned limit) {
+    unsigned value = 0;
+    auto const [end, ec] = std::from_chars(text.data(), text.data() + text.size(), value);
+    if (ec != std::errc{} || end != text.data() + text.size() || text.empty() || value >= limit)
+        return std::nullopt;
+    return static_cast<std::uint16_t>(value);
+}
+
+/// Parses the text of an error reply as a redirection; nullopt when it is not one.
+inline std::optional<cluster_redirection> parse_redirection(std::string_view message) {
+    cluster_redirection r;
+    if (message.starts_with("MOVED "))
+        r.kind = cluster_redirection::moved;
+    else if (message.starts_with("ASK "))
+        r.kind = cluster_redirection::ask;
+    else
+        return std::nullopt;
+    message.remove_prefix(message.find(' ') + 1);
+    auto const space = message.find(' ');
+    if (space == std::string_view::npos)
+        return std::nullopt;
+    auto const slot = parse_port_or_slot(message.substr(0, space), hash_slot_count);
+    auto const endpoint = message.substr(space + 1);
+    auto const colon = endpoint.rfind(':'); // IPv6 addresses have colons too
+    if (!slot || colon == std::string_view::npos)
+        return std::nullopt;
+    auto const port = parse_port_or_slot(endpoint.substr(colon + 1), 65536);
+    if (!port || *port == 0)
+        return std::nullopt;
+    r.slot = *slot;
+    r.target.host = std::string(endpoint.substr(0, colon));
+    r.target.port = *port;
+    return r;
+}
+
+/// Whether an error reply asks the client to try the same command again later: TRYAGAIN (a
+/// multi-key command during a resharding) or CLUSTERDOWN (the cluster cannot serve now).
+inline bool is_retry_later(std::string_view message) noexcept {
+    return message.starts_with("TRYAGAIN") || message.starts_with("CLUSTERDOWN");
+}
+
+/// Which master serves each slot: an index into a list of masters that only grows (an index
+/// stays valid for the life of the map, so connections can be kept by index).
+class cluster_slot_map {
+public:
+    static constexpr std::uint16_t unknown = 0xffff;
+
+    cluster_slot_map() { owners_.fill(unknown); }
+
+    /// Replaces the whole map with @p ranges; slots no range covers become unknown.
+    void assign(std::span<cluster_slot_range const> ranges) {
+        owners_.fill(unknown);
+        for (auto const& r : ranges) {
+            auto const node = node_index(r.master);
+            for (unsigned s = r.first; s <= r.last && s < hash_slot_count; ++s)
+                owners_[s] = node;
+        }
+    }
+
+    /// Records that @p slot is served by @p master (after MOVED); returns its node index.
+    std::uint16_t set_owner(std::uint16_t slot, cluster_address const& master) {
+        auto const node = node_index(master);
+        owners_[slot % hash_slot_count] = node;
+        return node;
+    }
+
+    /// The node index that serves @p slot, or `unknown`.
+    std::uint16_t owner(std::uint16_t slot) const noexcept {
+        return owners_[slot % hash_slot_count];
+    }
+
+    /// The index of @p master, added to the list if new.
+    std::uint16_t node_index(cluster_address const& master) {
+        auto const it = std::find(nodes_.begin(), nodes_.end(), master);
+        if (it != nodes_.end())
+            return static_cast<std::uint16_t>(it - nodes_.begin());
+        nodes_.push_back(master);
+        return static_cast<std::uint16_t>(nodes_.size() - 1);
+    }
+
+    /// The masters known, by index (including ones that no longer serve any slot).
+    std::vector<cluster_address> const& nodes() const noexcept { return nodes_; }
+
+    /// Whether @p node serves at least one slot now.
+    bool serves_any(std::uint16_t node) const noexcept {
+        return std::find(owners_.begin(), owners_.end(), node) != owners_.end();
+    }
+
+    /// Whether every slot has a known master.
+    bool complete() const noexcept {
+        return std::find(owners_.begin(), owners_.end(), unknown) == owners_.end();
+    }
+
+private:
+    std::vector<cluster_address> nodes_;
+    std::array<std::uint16_t, hash_slot_count> owners_;
+};
+
+} // namespace timewheel::redis::detail
+
+#endif // TIMEWHEEL_REDIS_DETAIL_CLUSTER_SLOT_MAP_HPP

@@ -1,0 +1,156 @@
+// redis::cluster during a live reshard: `redis-cli --cluster reshard` moves slots from one
+// master to another while the client runs traffic on keys in those slots (and elsewhere).
+// Every INCR is acknowledged exactly once (a command answered ASK or MOVED was not executed,
+// so its retry is not a double count), every multi-key read answers (TRYAGAIN during the
+// migration is retried), the client follows MOVED, and at the end each key holds exactly the
+// number of increments acknowledged, read with redis-cli on the key's new master.
+
+#define BOOST_TEST_MODULE cluster_reshard
+#include <timewheel/redis/cluster.hpp>
+
+#include "support/cluster_fixture.hpp"
+#include "support/cluster_run.hpp"
+
+#include <boost/test/unit_test.hpp>
+
+#include <boost/asio/as_tuple.hpp>
+#include <boost/asio/co_spawn.hpp>
+#include <boost/asio/io_context.hpp>
+#include <boost/asio/use_awaitable.hpp>
+
+#include <atomic>
+#include <exception>
+#include <map>
+#include <string>
+#include <thread>
+#include <vector>
+
+namespace net = boost::asio;
+namespace redis = timewheel::redis;
+using timewheel::test::cluster_available;
+using timewheel::test::cluster_fixture;
+using timewheel::test::run_until;
+
+BOOST_AUTO_TEST_SUITE(reshard, *boost::unit_test::precondition(cluster_available{}))
+
+BOOST_AUTO_TEST_CASE(moved_after_reshard_during_traffic) {
+    cluster_fixture f;
+    constexpr int moving_slots = 300;
+
+    // The source gives up the first slots it serves (redis-cli takes them from the front).
+    auto const ranges = f.slot_ranges();
+    auto const source = ranges.front().first;
+    auto const first = ranges.front().second.first;
+    std::uint16_t target = 0;
+    for (auto const& [port, range] : ranges)
+        if (port != source)
+            target = port;
+    std::string const source_id = f.node_id(source), target_id = f.node_id(target);
+
+    // 40 keys in the slots that move (in pairs sharing a tag, for MGET), 20 elsewhere.
+    std::vector<std::string> keys;
+    std::vector<std::string> tags;
+    for (int n = 0; tags.size() < 20; ++n) {
+        auto const tag = "t" + std::to_string(n);
+        auto const slot = redis::key_slot(tag);
+        if (slot >= first && slot < first + moving_slots)
+            tags.push_back(tag);
+    }
+    for (auto const& t : tags) {
+        keys.push_back("{" + t + "}a");
+        keys.push_back("{" + t + "}b");
+    }
+    for (int n = 0; n < 20; ++n)
+        keys.push_back("still:" + std::to_string(n));
+
+    net::io_context io;
+    redis::cluster_config cfg;
+    cfg.node.port = f.ports[2];
+    cfg.max_retries = 200; // TRYAGAIN for as long as a slot is half migrated
+    cfg.retry_min_delay = std::chrono::milliseconds(5);
+    cfg.retry_max_delay = std::chrono::milliseconds(100);
+    redis::cluster c(io, cfg);
+
+    std::atomic<bool> reshard_done{false};
+    std::exception_ptr reshard_error;
+    std::map<std::string, long long> acknowledged;
+    int rounds_after = 0;
+    bool traffic_done = false;
+    std::string failure;
+
+    net::co_spawn(
+        io,
+        [&]() -> net::awaitable<void> {
+            redis::request req;
+            for (auto const& k : keys)
+                req.push("INCR", k);
+            for (auto const& t : tags)
+                req.push("MGET", "{" + t + "}a", "{" + t + "}b");
+            redis::response resp;
+            // Until the reshard is over, then 20 more rounds.
+            while (rounds_after < 20) {
+                if (reshard_done)
+                    ++rounds_after;
+                auto [ec, n] = co_await c.async_exec(req, resp, net::as_tuple(net::use_awaitable));
+                if (ec) {
+                    failure = "async_exec: " + ec.message();
+                    break;
+                }
+                for (std::size_t i = 0; i < keys.size(); ++i) {
+                    if (resp[i].is_error()) {
+                        failure = std::string(resp[i].error_message());
+                        break;
+                    }
+                    if (resp[i].as_integer() != ++acknowledged[keys[i]]) {
+                        failure = "INCR " + keys[i] + " counted twice or lost";
+                        break;
+                    }
+                }
+                for (std::size_t i = keys.size(); i < resp.size() && failure.empty(); ++i)
+                    if (resp[i].is_error())
+                        failure = std::string(resp[i].error_message());
+                if (!failure.empty())
+                    break;
+            }
+            traffic_done = true;
+        },
+        [](std::exception_ptr e) {
+            if (e)
+                std::rethrow_exception(e);
+        });
+
+    std::thread resharder([&] {
+        try {
+            f.cli_args({"--cluster", "reshard", "127.0.0.1:" + std::to_string(source),
+                        "--cluster-from", source_id, "--cluster-to", target_id, "--cluster-slots",
+                        std::to_string(moving_slots), "--cluster-yes"});
+        } catch (...) {
+            reshard_error = std::current_exception();
+        }
+        reshard_done = true;
+    });
+    bool const finished = run_until(
+        io, [&] { return traffic_done; }, std::chrono::seconds(120));
+    resharder.join();
+    BOOST_TEST_REQUIRE(finished);
+    if (reshard_error)
+        std::rethrow_exception(reshard_error);
+    BOOST_TEST(failure.empty(), failure);
+
+    // The slots did move, and the client was told so.
+    BOOST_TEST(f.owner_port(redis::key_slot(tags.front())) == target);
+    BOOST_TEST(c.stats().moved >= 1u);
+    // ... and refreshed its whole map after the MOVED (at most refresh_interval later).
+    BOOST_TEST_REQUIRE(run_until(io, [&] { return c.stats().refreshes >= 2u; }));
+    BOOST_TEST_MESSAGE("moved " << c.stats().moved << ", ask " << c.stats().ask << ", retries "
+                                << c.stats().retries << ", refreshes " << c.stats().refreshes);
+
+    // Each key holds exactly what was acknowledged, on the master that owns it now.
+    for (auto const& k : keys) {
+        auto const owner = f.owner_port(redis::key_slot(k));
+        auto value = f.cli(owner, {"GET", k});
+        BOOST_TEST(std::stoll(value) == acknowledged[k], k);
+    }
+}
+
+BOOST_AUTO_TEST_SUITE_END()
