@@ -2,8 +2,9 @@
 // timewheel/callback_timer.hpp
 //
 // A timer that calls a function when it expires: no completion handler, no operation to
-// allocate, no trip through the io_context's queue. The base that keyed timers, the cache
-// and idle reaping build on.
+// allocate, no trip through the io_context's queue. (The features, keyed timers, the cache
+// and idle reaping, are built on wheel_service's entry API directly, as a timer of your own
+// would be; see the guide.)
 //
 
 #ifndef TIMEWHEEL_CALLBACK_TIMER_HPP

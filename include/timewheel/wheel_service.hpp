@@ -73,8 +73,8 @@ struct wheel_service_options {
     /// exact timer fires at most one tick (plus scheduling delay) after its expiry.
     std::chrono::nanoseconds tick = std::chrono::milliseconds(1);
 
-    /// Levels of 64 slots, in [1, wheel::max_levels]. The range before deadlines are
-    /// re-filed from the top level is 64^levels ticks.
+    /// Levels of 256 slots, in [1, wheel::max_levels]. The range before deadlines are
+    /// re-filed from the top level is 256^levels ticks (8 levels: the whole tick range).
     unsigned levels = 6;
 
     /// Most entries fired per dispatch, at least 1. Beyond it the service posts the rest.
