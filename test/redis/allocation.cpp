@@ -16,7 +16,7 @@
 #include <boost/asio/io_context.hpp>
 #include <boost/test/unit_test.hpp>
 
-#include "support/counting_new.hpp"
+#include "support/allocation_counter.hpp"
 
 #include <functional>
 #include <vector>
@@ -92,9 +92,9 @@ BOOST_AUTO_TEST_CASE(one_request_at_a_time_allocates_nothing) {
         }
     };
     round(2000); // warm: buffers, rings, recycled operation memory
-    const auto before = allocations.load();
+    const auto before = timewheel::test_support::allocations_so_far();
     round(5000);
-    const auto after = allocations.load();
+    const auto after = timewheel::test_support::allocations_so_far();
     BOOST_TEST(resp[1].as_string() == "a value of some length");
     BOOST_TEST_MESSAGE("allocations in 5000 requests: " << after - before);
     BOOST_TEST(after - before == 0u);
@@ -136,9 +136,9 @@ BOOST_AUTO_TEST_CASE(pipelined_requests_allocate_nothing) {
         BOOST_REQUIRE(run_until(io, [&] { return done == target; }));
     };
     run(5000);
-    const auto before = allocations.load();
+    const auto before = timewheel::test_support::allocations_so_far();
     run(20000);
-    const auto after = allocations.load();
+    const auto after = timewheel::test_support::allocations_so_far();
     BOOST_TEST_MESSAGE("allocations in 20000 pipelined requests: "
                        << after - before << " in " << conn.stats().writes << " writes in all");
     BOOST_TEST(after - before == 0u);
