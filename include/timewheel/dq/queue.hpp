@@ -1,0 +1,153 @@
+//
+// timewheel/dq/queue.hpp
+//
+// The producer's side of the durable queue: submit, cancel, reschedule, status, and the
+// dead letters, each an asynchronous operation with any completion token, on a dq::store.
+//
+#ifndef TIMEWHEEL_DQ_QUEUE_HPP
+#define TIMEWHEEL_DQ_QUEUE_HPP
+
+#include <timewheel/dq/store.hpp>
+
+#include <boost/asio/async_result.hpp>
+
+#include <cstddef>
+#include <string>
+#include <utility>
+
+namespace timewheel::dq {
+
+/// Submits tasks to a store and manages them.
+/**
+ * @code
+ * dq::redis_store store(io.get_executor(), redis_config, {.name = "mail"});
+ * dq::queue q(store);
+ * auto [ec, result, id] = co_await q.async_submit(
+ *     {.id = "welcome:42", .due = 30s, .payload = body}, as_tuple(use_awaitable));
+ * @endcode
+ *
+ * Every operation completes on the store's executor; call them from it.
+ *
+ * @par Thread Safety
+ * @e Distinct @e objects: Safe.@n
+ * @e Shared @e objects: Unsafe.
+ */
+class queue {
+public:
+    using executor_type = store::executor_type;
+
+    /// Uses `s`, which must outlive the queue and every operation started on it.
+    explicit queue(dq::store& s) noexcept
+        : store_(&s) {}
+
+    executor_type get_executor() const { return store_->get_executor(); }
+
+    dq::store& get_store() const noexcept { return *store_; }
+
+    /// Creates a task, unless one with its id exists (or, with task::replace, moves a
+    /// delayed one).
+    /**
+     * @par Completion Signature
+     * @code void(boost::system::error_code ec, submit_result result, std::string id) @endcode
+     * Bad input (dq::error::empty_id is never returned: an empty id is generated) fails with
+     * the dq::error that names it, and nothing is written.
+     */
+    template <typename Token = boost::asio::default_completion_token_t<executor_type>>
+    auto async_submit(task t, Token&& token = {}) {
+        return initiate<void(boost::system::error_code, submit_result, std::string)>(
+            std::forward<Token>(token),
+            [](dq::store& s, auto h, task t) { s.submit(std::move(t), std::move(h)); },
+            std::move(t));
+    }
+
+    /// Cancels a delayed or prefetched task.
+    /** @par Completion Signature
+     * @code void(boost::system::error_code ec, cancel_result result) @endcode */
+    template <typename Token = boost::asio::default_completion_token_t<executor_type>>
+    auto async_cancel(std::string id, Token&& token = {}) {
+        return initiate<void(boost::system::error_code, cancel_result)>(
+            std::forward<Token>(token),
+            [](dq::store& s, auto h, std::string id) { s.cancel(std::move(id), std::move(h)); },
+            std::move(id));
+    }
+
+    /// Moves a delayed (or prefetched) task to a new due time.
+    /** @par Completion Signature
+     * @code void(boost::system::error_code ec) @endcode */
+    template <typename Token = boost::asio::default_completion_token_t<executor_type>>
+    auto async_reschedule(std::string id, due_time due, Token&& token = {}) {
+        return initiate<void(boost::system::error_code)>(
+            std::forward<Token>(token),
+            [](dq::store& s, auto h, std::string id, due_time due) {
+                s.reschedule(std::move(id), due, std::move(h));
+            },
+            std::move(id), due);
+    }
+
+    /// The state, attempts, times, last error and execution log of a task.
+    /** @par Completion Signature
+     * @code void(boost::system::error_code ec, task_status status) @endcode */
+    template <typename Token = boost::asio::default_completion_token_t<executor_type>>
+    auto async_status(std::string id, Token&& token = {}) {
+        return initiate<void(boost::system::error_code, task_status)>(
+            std::forward<Token>(token),
+            [](dq::store& s, auto h, std::string id) { s.status(std::move(id), std::move(h)); },
+            std::move(id));
+    }
+
+    /// A page of dead letters; pass the page's cursor back for the next one.
+    /** @par Completion Signature
+     * @code void(boost::system::error_code ec, dead_page page) @endcode */
+    template <typename Token = boost::asio::default_completion_token_t<executor_type>>
+    auto async_list_dead(std::string cursor, std::size_t count, Token&& token = {}) {
+        return initiate<void(boost::system::error_code, dead_page)>(
+            std::forward<Token>(token),
+            [](dq::store& s, auto h, std::string c, std::size_t n) {
+                s.list_dead(std::move(c), n, std::move(h));
+            },
+            std::move(cursor), count);
+    }
+
+    /// Makes a dead letter a delayed task again, with its attempts reset.
+    /** @par Completion Signature
+     * @code void(boost::system::error_code ec) @endcode */
+    template <typename Token = boost::asio::default_completion_token_t<executor_type>>
+    auto async_requeue_dead(std::string id, due_time due, Token&& token = {}) {
+        return initiate<void(boost::system::error_code)>(
+            std::forward<Token>(token),
+            [](dq::store& s, auto h, std::string id, due_time due) {
+                s.requeue_dead(std::move(id), due, std::move(h));
+            },
+            std::move(id), due);
+    }
+
+    /// Forgets a dead letter.
+    /** @par Completion Signature
+     * @code void(boost::system::error_code ec) @endcode */
+    template <typename Token = boost::asio::default_completion_token_t<executor_type>>
+    auto async_delete_dead(std::string id, Token&& token = {}) {
+        return initiate<void(boost::system::error_code)>(
+            std::forward<Token>(token),
+            [](dq::store& s, auto h, std::string id) {
+                s.delete_dead(std::move(id), std::move(h));
+            },
+            std::move(id));
+    }
+
+private:
+    template <typename Signature, typename Token, typename Call, typename... Args>
+    auto initiate(Token&& token, Call call, Args&&... args) {
+        return boost::asio::async_initiate<Token, Signature>(
+            [call](auto handler, dq::store* s, auto&&... a) {
+                call(*s, store::handler<Signature>(std::move(handler)),
+                     std::forward<decltype(a)>(a)...);
+            },
+            token, store_, std::forward<Args>(args)...);
+    }
+
+    dq::store* store_;
+};
+
+} // namespace timewheel::dq
+
+#endif // TIMEWHEEL_DQ_QUEUE_HPP

@@ -1,0 +1,198 @@
+//
+// timewheel/dq/task.hpp
+//
+// The vocabulary of the durable queue: what a producer submits, the states a task goes
+// through, what a worker claims, and what it reports back. Times are milliseconds on the
+// store's clock (Redis TIME, or the embedded store's system clock), never a node's.
+//
+#ifndef TIMEWHEEL_DQ_TASK_HPP
+#define TIMEWHEEL_DQ_TASK_HPP
+
+#include <chrono>
+#include <cstdint>
+#include <optional>
+#include <ostream>
+#include <string>
+#include <variant>
+#include <vector>
+
+namespace timewheel::dq {
+
+/// A time on the store's clock, in milliseconds since the Unix epoch.
+using time_point = std::chrono::sys_time<std::chrono::milliseconds>;
+
+/// A span of time, in milliseconds.
+using duration = std::chrono::milliseconds;
+
+/// The latest due time a task may have: year 9999 (what the stores and JSON can carry).
+inline constexpr time_point max_due = time_point(duration(253402300799999));
+
+/// When a task is due: an absolute time, or a delay measured from "now" on the store's clock
+/// (turned into an absolute time by the store, so that no node's clock is involved).
+using due_time = std::variant<time_point, duration>;
+
+/// How a task that asks to be retried is retried: at most `max_attempts` runs in all, the
+/// n-th retry after a delay drawn uniformly from [0, min(cap, base * 2^(n-1))] ("full jitter").
+struct retry_policy {
+    std::uint32_t max_attempts = 5; ///< runs in all, first included; at least 1
+    duration base{1000};            ///< the backoff of the first retry, before jitter
+    duration cap{600000};           ///< the largest backoff, before jitter
+    friend bool operator==(const retry_policy&, const retry_policy&) = default;
+};
+
+/// The states of a task (seed 003's, made precise).
+enum class task_state : std::uint8_t {
+    delayed,    ///< waiting for its due time (or for a retry)
+    prefetched, ///< claimed by a worker that holds it in its local wheel until due
+    running,    ///< started by a worker; its handler runs
+    finished,   ///< the handler reported success
+    dead,       ///< failed permanently, or ran out of attempts (a dead letter)
+    cancelled,  ///< cancelled before it started
+};
+
+/// The lower-case name of a state ("delayed", "prefetched"...).
+constexpr const char* to_string(task_state s) noexcept {
+    constexpr const char* names[] = {"delayed",  "prefetched", "running",
+                                     "finished", "dead",       "cancelled"};
+    return names[static_cast<int>(s)];
+}
+
+inline std::ostream& operator<<(std::ostream& os, task_state s) {
+    return os << to_string(s);
+}
+
+/// What a producer submits.
+struct task {
+    /// The caller's idempotency key; empty means "generate one" (the result carries it).
+    std::string id;
+    /// When it is due.
+    due_time due = duration(0);
+    /// Opaque bytes handed to the worker's handler.
+    std::string payload;
+    /// How failures are retried.
+    retry_policy retry;
+    /// When a task with this id is still delayed, give it this due time and payload instead
+    /// of answering `exists` (debounce by key). A task that is claimed, finished, dead or
+    /// cancelled is never replaced.
+    bool replace = false;
+};
+
+/// What a submit did.
+enum class submit_result : std::uint8_t {
+    created,  ///< a new task
+    exists,   ///< a task with this id is known (pending, finished, dead or cancelled): nothing done
+    replaced, ///< a delayed task with this id took the new due time and payload
+};
+
+/// What a cancel found.
+enum class cancel_result : std::uint8_t {
+    cancelled, ///< it was delayed or prefetched: it will never start
+    not_found, ///< no such task (never submitted, or its record was trimmed)
+    too_late,  ///< it is running, finished, dead or already cancelled: nothing changed
+};
+
+/// One attempt of a task, as the execution log keeps it.
+struct attempt_record {
+    std::uint32_t attempt = 0; ///< 1 for the first run
+    std::string worker;        ///< the name of the worker that ran it
+    time_point started{};
+    time_point ended{};
+    std::string outcome; ///< "success", "retry", "failure", "lease_expired", "cancelled"
+    std::string error;   ///< what the handler said (empty on success)
+};
+
+/// Everything the store knows of one task.
+struct task_status {
+    std::string id;
+    task_state state = task_state::delayed;
+    std::uint32_t attempt = 0; ///< attempts started so far
+    time_point due{};          ///< the current due time (next run, for a retry)
+    time_point created{};
+    time_point updated{};
+    retry_policy retry;
+    std::string last_error;
+    std::string payload;
+    std::vector<attempt_record> log; ///< oldest first (may be trimmed)
+};
+
+/// A page of dead letters.
+struct dead_page {
+    struct entry {
+        std::string id;
+        time_point died{};
+        std::uint32_t attempt = 0;
+        std::string last_error;
+    };
+    std::vector<entry> entries;
+    std::string cursor; ///< pass back for the next page; empty when this was the last
+};
+
+/// A task as a worker claims it.
+struct claimed_task {
+    std::string id;
+    std::string token; ///< the fencing token of this lease: only its holder may finish the task
+    time_point due{};
+    std::uint32_t attempt = 0; ///< this run's number, 1 for the first
+    std::string payload;
+    retry_policy retry;
+};
+
+/// What one claim brought.
+struct claim_result {
+    std::vector<claimed_task> tasks;
+    /// The earliest due time still delayed in the shards claimed from (empty if none).
+    std::optional<time_point> next_due;
+    /// The store's clock when it answered (for the worker's clock offset).
+    time_point server_time{};
+};
+
+/// A reference to a lease: the task and the token its holder was given.
+struct lease_ref {
+    std::string id;
+    std::string token;
+};
+
+/// What a start found for one lease.
+enum class start_result : std::uint8_t {
+    started,   ///< now running: call the handler
+    stale,     ///< cancelled, or leased to someone else since: do not run
+    too_early, ///< its due time has not come on the store's clock: arm it again
+};
+
+/// How a handler's run ended.
+struct outcome {
+    enum class kind : std::uint8_t {
+        success, ///< done: finished
+        retry,   ///< try again, after `retry_after` or the policy's backoff
+        failure, ///< permanent: dead, whatever the attempts left
+    };
+    kind what = kind::success;
+    std::optional<duration> retry_after; ///< for retry: instead of the backoff
+    std::string error;                   ///< for retry and failure: what went wrong
+
+    static outcome success() { return {}; }
+    static outcome retry(std::string error, std::optional<duration> after = std::nullopt) {
+        return {kind::retry, after, std::move(error)};
+    }
+    static outcome failure(std::string error) {
+        return {kind::failure, std::nullopt, std::move(error)};
+    }
+};
+
+/// One acknowledgement: the lease, how the run ended, and when it ran (for the log).
+struct ack {
+    lease_ref lease;
+    dq::outcome outcome;
+    time_point started{}; ///< on the store's clock, as the worker estimates it
+    time_point ended{};
+};
+
+/// What an ack (or a renew) found.
+enum class ack_result : std::uint8_t {
+    ok,    ///< recorded
+    stale, ///< the token is no longer the task's: nothing changed (fencing)
+};
+
+} // namespace timewheel::dq
+
+#endif // TIMEWHEEL_DQ_TASK_HPP

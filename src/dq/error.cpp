@@ -1,0 +1,62 @@
+//
+// src/dq/error.cpp
+//
+// The dq::error category.
+//
+
+#include <timewheel/dq/error.hpp>
+
+#include <string>
+
+namespace timewheel::dq {
+
+namespace {
+
+class category final : public boost::system::error_category {
+public:
+    const char* name() const noexcept override { return "timewheel.dq"; }
+
+    std::string message(int ev) const override {
+        switch (static_cast<error>(ev)) {
+        case error::empty_id:
+            return "the task id is empty";
+        case error::id_too_long:
+            return "the task id is longer than the store's limit (limits::max_id_bytes)";
+        case error::invalid_id:
+            return "the task id holds bytes the store cannot key on";
+        case error::payload_too_large:
+            return "the task payload is larger than the store's limit (limits::max_payload_bytes)";
+        case error::due_out_of_range:
+            return "the due time is before the Unix epoch or after dq::max_due";
+        case error::zero_attempts:
+            return "the retry policy allows zero attempts (max_attempts must be at least 1)";
+        case error::invalid_backoff:
+            return "the retry policy's backoff is negative, or its base exceeds its cap";
+        case error::invalid_argument:
+            return "an argument of the durable-queue operation is out of range";
+        case error::not_found:
+            return "no such task";
+        case error::wrong_state:
+            return "the task is not in a state that allows this operation";
+        case error::stale_lease:
+            return "the lease is stale: the task's token has changed since it was claimed";
+        case error::store_full:
+            return "the store is out of memory and refused the write (Redis maxmemory with "
+                   "noeviction)";
+        case error::store_error:
+            return "the store answered with an unexpected error";
+        case error::not_configured:
+            return "the queue's configuration in the store differs from the one given";
+        }
+        return "unknown timewheel.dq error " + std::to_string(ev);
+    }
+};
+
+} // namespace
+
+const boost::system::error_category& error_category() noexcept {
+    static const category instance;
+    return instance;
+}
+
+} // namespace timewheel::dq
