@@ -18,8 +18,11 @@ class timewheelRecipe(ConanFile):
 
     # Binary configuration
     settings = "os", "compiler", "build_type", "arch"
-    options = {"shared": [True, False], "fPIC": [True, False]}
-    default_options = {"shared": False, "fPIC": True}
+    # The layers above the wheel are off by default, so that a user of the wheel alone links
+    # nothing else: `redis` is the Redis client (needs hiredis), `dq` the durable queue on it.
+    options = {"shared": [True, False], "fPIC": [True, False], "redis": [True, False],
+               "dq": [True, False]}
+    default_options = {"shared": False, "fPIC": True, "redis": False, "dq": False}
 
     # Sources are located in the same place as this recipe, copy them to the recipe
     exports_sources = "CMakeLists.txt", "LICENSE", "src/*", "include/*", "cmake/*"
@@ -39,6 +42,8 @@ class timewheelRecipe(ConanFile):
     def configure(self):
         if self.options.shared:
             self.options.rm_safe("fPIC")
+        if self.options.dq:
+            self.options.redis = True  # the durable queue stands on the Redis client
 
     def layout(self):
         cmake_layout(self)
@@ -46,6 +51,8 @@ class timewheelRecipe(ConanFile):
     def requirements(self):
         # The public headers include Boost.Intrusive (and later Boost.Asio) headers.
         self.requires("boost/[>=1.81.0 <2]", transitive_headers=True)
+        if self.options.redis:
+            self.requires("hiredis/[>=0.14 <2]")
 
     def validate(self):
         check_min_cppstd(self, 20)
@@ -60,6 +67,8 @@ class timewheelRecipe(ConanFile):
         tc.cache_variables["TIMEWHEEL_BUILD_EXAMPLES"] = False
         tc.cache_variables["TIMEWHEEL_BUILD_BENCHMARKS"] = False
         tc.cache_variables["TIMEWHEEL_INSTALL"] = True
+        tc.cache_variables["TIMEWHEEL_BUILD_REDIS"] = bool(self.options.redis)
+        tc.cache_variables["TIMEWHEEL_BUILD_DQ"] = bool(self.options.dq)
         tc.generate()
 
     def build(self):
@@ -76,12 +85,25 @@ class timewheelRecipe(ConanFile):
         rmdir(self, os.path.join(self.package_folder, "lib", "pkgconfig"))
 
     def package_info(self):
-        self.cpp_info.libs = ["timewheel"]
+        # One component per layer, as the installed CMake package has them:
+        # timewheel::timewheel, timewheel::redis, timewheel::dq.
         self.cpp_info.set_property("cmake_file_name", "timewheel")
-        self.cpp_info.set_property("cmake_target_name", "timewheel::timewheel")
-        self.cpp_info.set_property("pkg_config_name", "timewheel")
-        self.cpp_info.requires = ["boost::headers"]
+        wheel = self.cpp_info.components["timewheel"]
+        wheel.libs = ["timewheel"]
+        wheel.set_property("cmake_target_name", "timewheel::timewheel")
+        wheel.set_property("pkg_config_name", "timewheel")
+        wheel.requires = ["boost::headers"]
         # Boost.Asio needs the platform threads, as the installed CMake config says with
         # Threads::Threads.
         if self.settings.os in ["Linux", "FreeBSD"]:
-            self.cpp_info.system_libs = ["pthread"]
+            wheel.system_libs = ["pthread"]
+        if self.options.redis:
+            redis = self.cpp_info.components["redis"]
+            redis.libs = ["timewheel_redis"]
+            redis.set_property("cmake_target_name", "timewheel::redis")
+            redis.requires = ["timewheel", "hiredis::hiredis"]
+        if self.options.dq:
+            dq = self.cpp_info.components["dq"]
+            dq.libs = ["timewheel_dq"]
+            dq.set_property("cmake_target_name", "timewheel::dq")
+            dq.requires = ["redis", "timewheel"]

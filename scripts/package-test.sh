@@ -5,6 +5,8 @@
 #   find_package   test_package/ with plain CMake and CMAKE_PREFIX_PATH=<prefix>
 #   pkg-config     test_package/test_package.cpp compiled with `pkg-config --cflags --libs`
 #   subdirectory   test/consumer_subdirectory/, which uses add_subdirectory(<repo root>)
+#   components     test/consumer_components/: find_package(timewheel COMPONENTS dq) brings
+#                  timewheel::dq and timewheel::redis (when hiredis is there to build them)
 # and checks that CMAKE_POSITION_INDEPENDENT_CODE (Conan's fPIC) decides -fPIC.
 # Prints PASS/FAIL per step and exits non-zero on any failure. Uses only temporary directories.
 # Usage: scripts/package-test.sh            (from anywhere in a clone)
@@ -112,6 +114,17 @@ position_independent_code() {
   fi
 }
 
+consumer_components() {
+  cmake_configure -S "$root/test/consumer_components" -B "$tmp/components" \
+    -DCMAKE_PREFIX_PATH="$prefix"
+  cmake --build "$tmp/components" -j"$jobs"
+  "$tmp/components/consumer_components"
+  # And the wheel alone loads no layer: timewheel::redis only when asked for.
+  grep -q "timewheelRedisTargets" "$prefix/lib/cmake/timewheel/timewheelTargets.cmake" &&
+    { echo "timewheelTargets.cmake loads the Redis client"; return 1; }
+  return 0
+}
+
 consumer_subdirectory() {
   cmake_configure -S "$root/test/consumer_subdirectory" -B "$tmp/subdirectory"
   cmake --build "$tmp/subdirectory" -j"$jobs"
@@ -126,6 +139,11 @@ fi
 run "consumer find_package (test_package)" consumer_find_package
 run "consumer pkg-config" consumer_pkg_config
 run "consumer add_subdirectory" consumer_subdirectory
+if [ -f "$prefix/lib/libtimewheel_dq.a" ]; then
+  run "consumer of the redis and dq components" consumer_components
+else
+  echo "SKIP: consumer of the redis and dq components (built without hiredis)"
+fi
 run "position-independent code follows CMAKE_POSITION_INDEPENDENT_CODE" position_independent_code
 
 if [ "$failures" -ne 0 ]; then
