@@ -18,7 +18,6 @@
 
 #include <timewheel/redis/detail/cluster_command_keys.hpp>
 #include <timewheel/redis/detail/cluster_commands.hpp>
-#include <timewheel/redis/detail/cluster_reply_copy.hpp>
 
 #include <boost/asio/as_tuple.hpp>
 #include <boost/asio/co_spawn.hpp>
@@ -469,7 +468,7 @@ net::awaitable<error_code> cluster_impl::run(request const& req, response& resp,
     if (!in_place) {
         response ordered;
         for (auto const& c : commands)
-            append_reply_copy(ordered, *c.reply_in, c.reply_at);
+            ordered.append((*c.reply_in)[c.reply_at]);
         resp = std::move(ordered);
     }
     co_return error_code{};

@@ -135,6 +135,26 @@ BOOST_AUTO_TEST_CASE(every_reply_type) {
     BOOST_CHECK_THROW(resp.throw_if_error(), redis::server_error);
     BOOST_TEST(redis::make_error_code(redis::error::connection_lost).message().find("lost") !=
                std::string::npos);
+
+    // response::append copies a reply with its elements (how the Cluster client reorders
+    // replies): the copies read as the originals, in the new order.
+    redis::response copy;
+    for (std::size_t i = resp.size(); i-- > 0;) {
+        copy.append(resp[i]);
+    }
+    BOOST_REQUIRE_EQUAL(copy.size(), resp.size());
+    BOOST_TEST(copy[0].is_nil());
+    BOOST_TEST(copy[1].error_message().starts_with("ERR value is not an integer"));
+    BOOST_REQUIRE_EQUAL(copy[2].size(), 3u);
+    BOOST_TEST(copy[2][1][1].as_string() == "x");
+    BOOST_TEST(copy[2][2].as_string() == "y");
+    BOOST_TEST(copy[4][2].as_string() == "c");
+    BOOST_TEST(copy[9].as_string() == "v");
+    BOOST_TEST(copy[10].as_string() == "OK");
+    copy.append(copy[2]); // a reply of the response itself
+    BOOST_REQUIRE_EQUAL(copy.size(), resp.size() + 1);
+    BOOST_TEST(copy[11][1][1].as_string() == "x");
+    BOOST_TEST(copy[11][2].as_string() == "y");
 }
 
 BOOST_AUTO_TEST_CASE(errors_carry_the_server_text) {

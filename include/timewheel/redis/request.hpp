@@ -176,7 +176,9 @@ private:
     void append_number(std::size_t n) {
         char digits[24];
         auto r = std::to_chars(digits, digits + sizeof digits, n);
-        payload_.append(digits, r.ptr);
+        // (pointer, length), not an iterator pair: g++ 12 warns falsely (-Wrestrict) on the
+        // iterator form once inlined.
+        payload_.append(digits, static_cast<std::size_t>(r.ptr - digits));
         payload_.append("\r\n", 2);
     }
 

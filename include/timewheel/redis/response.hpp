@@ -184,6 +184,11 @@ public:
         data_.clear();
     }
 
+    /// Appends a copy of `r` (with all its elements) as this response's last reply: how the
+    /// Cluster client puts the replies of several masters back in the caller's order. `r`
+    /// may belong to another response or to this one.
+    void append(const reply& r);
+
     /// Every node, in pre-order (for readers that walk the tree themselves).
     const std::vector<node>& nodes() const noexcept { return nodes_; }
 
@@ -222,6 +227,25 @@ inline void reply::check(reply_type wanted) const {
 
 inline void reply::throw_error(error e) {
     throw boost::system::system_error(e);
+}
+
+inline void response::append(const reply& r) {
+    const auto& src = *r.response_;
+    const std::uint32_t root = r.index_;
+    const std::uint32_t end = src.nodes_[root].next;
+    const auto base = static_cast<std::uint32_t>(nodes_.size());
+    roots_.push_back(base);
+    for (std::uint32_t i = root; i < end; ++i) {
+        node n = src.nodes_[i];
+        n.next = n.next - root + base;
+        if (n.type == reply_type::string || n.type == reply_type::status ||
+            n.type == reply_type::error) {
+            const auto at = data_.size();
+            data_.append(src.data_, n.offset, n.length);
+            n.offset = at;
+        }
+        nodes_.push_back(n);
+    }
 }
 
 inline reply reply::operator[](std::size_t i) const {
