@@ -20,8 +20,9 @@
 // steady_timer pays there for the operation_aborted handler each re-arm or cancel queues;
 // the wheel has nothing to run.
 //
-// One iteration is a batch of N/10 operations. `ns_per_op` is the wall time per operation
-// around the timed batches only (read it from one --benchmark_format=json run).
+// One iteration is a batch of N/10 operations, timed by the shared op clock
+// (support/op_clock.hpp: `ns_per_op`, `cpu_ns_per_op`, `allocs_per_op` around the timed
+// batches only; read them from one --benchmark_format=json run).
 //
 
 #include <timewheel/keyed_timers.hpp>
@@ -41,6 +42,8 @@
 #include <unordered_map>
 #include <utility>
 #include <vector>
+
+#include "support/op_clock.hpp"
 
 namespace {
 
@@ -79,29 +82,7 @@ const workload& get_workload(std::size_t n) {
     return w;
 }
 
-class op_clock {
-public:
-    void start() noexcept { start_ = clock_type::now(); }
-
-    void stop(std::size_t ops) noexcept {
-        benchmark::ClobberMemory();
-        elapsed_ += clock_type::now() - start_;
-        ops_ += ops;
-    }
-
-    void report(benchmark::State& state) const {
-        state.SetItemsProcessed(static_cast<std::int64_t>(ops_));
-        state.counters["ns_per_op"] =
-            ops_ == 0 ? 0.0
-                      : std::chrono::duration<double, std::nano>(elapsed_).count() /
-                            static_cast<double>(ops_);
-    }
-
-private:
-    clock_type::time_point start_;
-    clock_type::duration elapsed_{};
-    std::size_t ops_ = 0;
-};
+using timewheel_bench::op_clock;
 
 class poller {
 public:

@@ -1,17 +1,11 @@
 //
 // bench/report_bench.cpp
 //
-// Two things the performance report needs besides time per operation:
+// Driver wakeups of a real io_context over a bounded real period (a few seconds each), which
+// the performance report needs besides time per operation. (Allocations are counted for the
+// whole binary by the tests' counting operator new, test/support/counting_new.cpp; see
+// support/op_clock.hpp.)
 //
-// 1. Allocation counting for the whole benchmark binary. The global operator new (all its
-//    forms) and aligned_alloc (which Asio's recycling allocator calls directly) are replaced
-//    by versions that add one to a thread-local counter and call malloc / posix_memalign;
-//    timewheel_bench::allocations() reads the counter, and wheel_bench.cpp reports
-//    `allocs_per_op` for its timed batches. The counter is one increment of a thread-local
-//    variable, which leaves the other benchmarks' timings within their noise
-//    (docs/performance.md gives the check).
-//
-// 2. Driver wakeups of a real io_context over a bounded real period (a few seconds each):
 //
 //   wheel_service/wakeups_idle/0                the wheel_service of an io_context with no
 //   steady_timer/wakeups_idle/0                 timer (a work guard keeps run() going)
@@ -45,114 +39,13 @@
 #include <chrono>
 #include <cstddef>
 #include <cstdint>
-#include <cstdlib>
 #include <deque>
-#include <new>
 #include <random>
 #include <thread>
 
 #include <sys/resource.h>
 
-// --- Allocation counting --------------------------------------------------------------------
-// Compiling with -DTIMEWHEEL_BENCH_NO_ALLOCATION_COUNT leaves the global operator new alone
-// (allocations() is then always 0): to check that counting does not change the timings.
-
-#if defined(TIMEWHEEL_BENCH_NO_ALLOCATION_COUNT)
-namespace timewheel_bench {
-std::uint64_t allocations() noexcept {
-    return 0;
-}
-} // namespace timewheel_bench
-#else
-namespace {
-thread_local std::uint64_t allocation_count = 0;
-
-void* counted_malloc(std::size_t size) {
-    ++allocation_count;
-    for (;;) {
-        if (void* p = std::malloc(size == 0 ? 1 : size)) {
-            return p;
-        }
-        std::new_handler handler = std::get_new_handler();
-        if (handler == nullptr) {
-            throw std::bad_alloc();
-        }
-        handler();
-    }
-}
-
-void* counted_aligned(std::size_t alignment, std::size_t size) noexcept {
-    ++allocation_count;
-    void* p = nullptr;
-    alignment = alignment < sizeof(void*) ? sizeof(void*) : alignment;
-    return posix_memalign(&p, alignment, size == 0 ? 1 : size) == 0 ? p : nullptr;
-}
-
-void* counted_aligned_or_throw(std::size_t size, std::align_val_t alignment) {
-    void* p = counted_aligned(static_cast<std::size_t>(alignment), size);
-    if (p == nullptr) {
-        throw std::bad_alloc();
-    }
-    return p;
-}
-} // namespace
-
-namespace timewheel_bench {
-std::uint64_t allocations() noexcept {
-    return allocation_count;
-}
-} // namespace timewheel_bench
-
-// Asio's recycling allocator (boost::asio::aligned_new) calls std::aligned_alloc directly.
-extern "C" void* aligned_alloc(std::size_t alignment, std::size_t size) noexcept {
-    return counted_aligned(alignment, size);
-}
-
-void* operator new(std::size_t size) {
-    return counted_malloc(size);
-}
-void* operator new[](std::size_t size) {
-    return counted_malloc(size);
-}
-void* operator new(std::size_t size, const std::nothrow_t&) noexcept {
-    ++allocation_count;
-    return std::malloc(size == 0 ? 1 : size);
-}
-void* operator new[](std::size_t size, const std::nothrow_t&) noexcept {
-    ++allocation_count;
-    return std::malloc(size == 0 ? 1 : size);
-}
-void* operator new(std::size_t size, std::align_val_t alignment) {
-    return counted_aligned_or_throw(size, alignment);
-}
-void* operator new[](std::size_t size, std::align_val_t alignment) {
-    return counted_aligned_or_throw(size, alignment);
-}
-void operator delete(void* p) noexcept {
-    std::free(p);
-}
-void operator delete[](void* p) noexcept {
-    std::free(p);
-}
-void operator delete(void* p, std::size_t) noexcept {
-    std::free(p);
-}
-void operator delete[](void* p, std::size_t) noexcept {
-    std::free(p);
-}
-void operator delete(void* p, std::align_val_t) noexcept {
-    std::free(p);
-}
-void operator delete[](void* p, std::align_val_t) noexcept {
-    std::free(p);
-}
-void operator delete(void* p, std::size_t, std::align_val_t) noexcept {
-    std::free(p);
-}
-void operator delete[](void* p, std::size_t, std::align_val_t) noexcept {
-    std::free(p);
-}
-#endif // TIMEWHEEL_BENCH_NO_ALLOCATION_COUNT
+#include "support/op_clock.hpp"
 
 // --- Driver wakeups -------------------------------------------------------------------------
 

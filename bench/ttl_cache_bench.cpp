@@ -40,8 +40,9 @@
 //             Asio's timer heap (an std::vector of 16 bytes per pending timer), which would
 //             only add to it. `allocations` is heap allocations per entry.
 //
-// Each timed benchmark reports ns_per_op (wall time around the timed operations only, per
-// operation: read it from one --benchmark_format=json run) and items_per_second.
+// Each timed benchmark reports the shared op clock's counters (support/op_clock.hpp:
+// ns_per_op, cpu_ns_per_op and allocs_per_op around the timed operations only; read them
+// from one --benchmark_format=json run) and items_per_second.
 //
 
 #include <timewheel/ttl_cache.hpp>
@@ -66,6 +67,9 @@
 #include <unordered_map>
 #include <utility>
 #include <vector>
+
+#include "support/counting_allocator.hpp"
+#include "support/op_clock.hpp"
 
 namespace {
 
@@ -117,64 +121,12 @@ slice batch_of(std::size_t pass, std::size_t n) {
     return {(pass % batches) * size, size};
 }
 
-// Wall time around the timed operations only.
-class op_clock {
-public:
-    void start() noexcept { start_ = clock_type::now(); }
+using timewheel_bench::op_clock;
 
-    void stop(std::size_t ops) noexcept {
-        benchmark::ClobberMemory();
-        elapsed_ += clock_type::now() - start_;
-        ops_ += ops;
-    }
+// --- Bytes per entry: the counting allocator of support/ ------------------------------------
 
-    void report(benchmark::State& state) const {
-        state.SetItemsProcessed(static_cast<std::int64_t>(ops_));
-        state.counters["ns_per_op"] =
-            ops_ == 0 ? 0.0
-                      : std::chrono::duration<double, std::nano>(elapsed_).count() /
-                            static_cast<double>(ops_);
-    }
-
-private:
-    clock_type::time_point start_;
-    clock_type::duration elapsed_{};
-    std::size_t ops_ = 0;
-};
-
-// --- A counting allocator, for bytes_per_entry ----------------------------------------------
-
-struct allocation_count {
-    std::size_t live_bytes = 0;
-    std::size_t allocations = 0;
-};
-
-allocation_count counted; // the benchmarks run on one thread
-
-template <typename T>
-struct counting_allocator {
-    using value_type = T;
-
-    counting_allocator() noexcept = default;
-    template <typename U>
-    counting_allocator(const counting_allocator<U>&) noexcept {}
-
-    T* allocate(std::size_t n) {
-        counted.live_bytes += n * sizeof(T);
-        ++counted.allocations;
-        return std::allocator<T>().allocate(n);
-    }
-
-    void deallocate(T* p, std::size_t n) noexcept {
-        counted.live_bytes -= n * sizeof(T);
-        std::allocator<T>().deallocate(p, n);
-    }
-
-    template <typename U>
-    bool operator==(const counting_allocator<U>&) const noexcept {
-        return true;
-    }
-};
+using timewheel_bench::allocator_log;
+using timewheel_bench::counting_allocator;
 
 // --- The baseline: unordered_map + std::list + one steady_timer per entry ------------------
 
@@ -456,18 +408,20 @@ void lru_steady_timer_expire(benchmark::State& state, std::size_t n) {
 
 constexpr std::size_t bytes_entries = 1'000'000;
 
-void report_bytes(benchmark::State& state, const allocation_count& before) {
-    state.counters["bytes"] = static_cast<double>(counted.live_bytes - before.live_bytes) /
-                              static_cast<double>(bytes_entries);
-    state.counters["allocations"] = static_cast<double>(counted.allocations - before.allocations) /
-                                    static_cast<double>(bytes_entries);
+void report_bytes(benchmark::State& state, const allocator_log& before) {
+    state.counters["bytes"] =
+        static_cast<double>(timewheel_bench::counted_allocations().live_bytes - before.live_bytes) /
+        static_cast<double>(bytes_entries);
+    state.counters["allocations"] =
+        static_cast<double>(timewheel_bench::counted_allocations().calls - before.calls) /
+        static_cast<double>(bytes_entries);
 }
 
 void ttl_cache_bytes(benchmark::State& state, std::size_t) {
     const cache_workload& w = get_workload(bytes_entries);
     for (auto _ : state) {
         boost::asio::io_context io(1);
-        const allocation_count before = counted;
+        const allocator_log before = timewheel_bench::counted_allocations();
         timewheel::ttl_cache<std::uint64_t, std::uint64_t, std::hash<std::uint64_t>,
                              std::equal_to<std::uint64_t>,
                              counting_allocator<std::pair<const std::uint64_t, std::uint64_t>>>
@@ -482,7 +436,7 @@ void lru_steady_timer_bytes(benchmark::State& state, std::size_t) {
     const cache_workload& w = get_workload(bytes_entries);
     for (auto _ : state) {
         boost::asio::io_context io(1);
-        const allocation_count before = counted;
+        const allocator_log before = timewheel_bench::counted_allocations();
         {
             lru_steady_timer<counting_allocator<char>> cache(io, long_ttl, bytes_entries);
             fill(cache, w);

@@ -45,6 +45,7 @@
 
 #include <timewheel/wheel_timer.hpp>
 
+#include "support/counting_allocator.hpp"
 #include "support/op_clock.hpp"
 #include "support/workload.hpp"
 
@@ -252,34 +253,8 @@ void idle_move(benchmark::State& state, std::size_t n) {
 
 // --- Bytes per timer ----------------------------------------------------------------------
 
-// The size of the last allocation made through a counting_allocator.
-struct allocation_log {
-    std::size_t calls = 0;
-    std::size_t last_bytes = 0;
-};
-allocation_log op_allocations;
-
-template <typename T>
-struct counting_allocator {
-    using value_type = T;
-
-    counting_allocator() noexcept = default;
-    template <typename U>
-    counting_allocator(const counting_allocator<U>&) noexcept {}
-
-    T* allocate(std::size_t count) {
-        ++op_allocations.calls;
-        op_allocations.last_bytes = count * sizeof(T);
-        return std::allocator<T>().allocate(count);
-    }
-
-    void deallocate(T* p, std::size_t count) noexcept { std::allocator<T>().deallocate(p, count); }
-
-    template <typename U>
-    bool operator==(const counting_allocator<U>&) const noexcept {
-        return true;
-    }
-};
+using timewheel_bench::allocator_log;
+using timewheel_bench::counting_allocator;
 
 // on_wait with an associated allocator. The handler has the same size and the allocator is
 // stateless, so the operation allocated for it has the size of the one for on_wait.
@@ -330,9 +305,9 @@ void bytes_per_timer(benchmark::State& state) {
     wait_counts counts;
     Timer timer(io);
     timer.expires_after(std::chrono::hours(1));
-    op_allocations = {};
+    timewheel_bench::counted_allocations() = {};
     timer.async_wait(counted_on_wait{{&counts}});
-    const allocation_log log = op_allocations;
+    const allocator_log log = timewheel_bench::counted_allocations();
     if (log.calls != 1) {
         state.SkipWithError("expected one allocation per async_wait");
         return;

@@ -65,6 +65,7 @@ wheel_service::wheel_service(net::execution_context& context)
     : service(context)
     , scheduler_(net::use_service<net::detail::scheduler>(context))
     , reactor_(net::use_service<net::detail::timer_scheduler>(context))
+    , completed_(scheduler_)
     , continuation_(this)
     , tick_ns_(options_.tick.count())
     , origin_(clock_type::now()) {
@@ -182,8 +183,8 @@ void wheel_service::driver_op::do_complete(void* owner, net::detail::scheduler_o
     }
     if (detail::wait_op_base* first = carried.front()) {
         carried.pop();
-        service->post_waits(carried);
-        service->run_inline(owner, first);
+        service->completed_.post(carried);
+        service->completed_.run_inline(owner, first);
         return;
     }
     if (ec != net::error::operation_aborted) {
@@ -207,12 +208,6 @@ bool wheel_service::inside_run() const noexcept {
     using call_stack =
         net::detail::call_stack<net::detail::thread_context, net::detail::thread_info_base>;
     return call_stack::contains(static_cast<net::detail::thread_context*>(&scheduler_)) != nullptr;
-}
-
-void wheel_service::run_inline(void* owner, detail::wait_op_base* op) {
-    // The scheduler counts work per operation it runs: this one runs inside ours.
-    scheduler_.work_finished();
-    op->complete(owner, op->ec_, 0);
 }
 
 void wheel_service::update_driver(bool due_now) {
@@ -307,8 +302,8 @@ void wheel_service::on_driver(void* owner) {
 
 void wheel_service::wake(void* owner) {
     run_due();
-    if (detail::wait_op_base* first = std::exchange(run_next_, nullptr)) {
-        run_inline(owner, first);
+    if (detail::wait_op_base* first = completed_.take_kept()) {
+        completed_.run_inline(owner, first);
     }
 }
 
@@ -332,7 +327,7 @@ void wheel_service::run_due() {
 void wheel_service::finish_run(bool unwinding) {
     // The waits this run expired are queued before anything the re-arm below may queue (a
     // continuation), so that they complete before later ones; the first runs inline.
-    run_next_ = take_ready(!unwinding); // if a callback threw, all complete on their own
+    completed_.flush(!unwinding); // if a callback threw, all complete on their own
     driver_state_ = driver_state::idle;
     if (shut_down_) {
         return;
@@ -348,94 +343,6 @@ void wheel_service::finish_run(bool unwinding) {
         return;
     }
     start_driver(*next);
-}
-
-namespace {
-
-// Stable merge sort of a singly linked list of waits by expiry, without allocating: the
-// waits that expire together complete earliest expiry first, as steady_timer's do.
-detail::wait_op_base* next_of(detail::wait_op_base* op) noexcept {
-    return static_cast<detail::wait_op_base*>(net::detail::op_queue_access::next(op));
-}
-
-void set_next(detail::wait_op_base* op, detail::wait_op_base* next) noexcept {
-    net::detail::op_queue_access::next(op, next);
-}
-
-detail::wait_op_base* sort_by_expiry(detail::wait_op_base* head) noexcept {
-    if (head == nullptr || next_of(head) == nullptr) {
-        return head;
-    }
-    detail::wait_op_base* slow = head;
-    detail::wait_op_base* fast = next_of(head);
-    while (fast != nullptr && next_of(fast) != nullptr) {
-        slow = next_of(slow);
-        fast = next_of(next_of(fast));
-    }
-    detail::wait_op_base* second = next_of(slow);
-    set_next(slow, nullptr);
-    detail::wait_op_base* a = sort_by_expiry(head);
-    detail::wait_op_base* b = sort_by_expiry(second);
-    detail::wait_op_base* merged = nullptr;
-    detail::wait_op_base* tail = nullptr;
-    while (a != nullptr && b != nullptr) {
-        detail::wait_op_base*& from = b->expiry_ < a->expiry_ ? b : a; // ties: a, stable
-        detail::wait_op_base* taken = from;
-        from = next_of(from);
-        if (tail == nullptr) {
-            merged = taken;
-        } else {
-            set_next(tail, taken);
-        }
-        tail = taken;
-    }
-    set_next(tail, a != nullptr ? a : b);
-    return merged;
-}
-
-} // namespace
-
-detail::wait_op_base* wheel_service::take_ready(bool keep_first) noexcept {
-    detail::wait_op_base* first = ready_.front();
-    if (first == nullptr) {
-        return nullptr;
-    }
-    if (!ready_sorted_) {
-        // Relink the queue as a null-terminated list, sort it, and queue it again.
-        detail::wait_op_base* head = nullptr;
-        detail::wait_op_base* tail = nullptr;
-        while (detail::wait_op_base* op = ready_.front()) {
-            ready_.pop();
-            if (tail == nullptr) {
-                head = op;
-            } else {
-                set_next(tail, op);
-            }
-            tail = op;
-        }
-        head = sort_by_expiry(head);
-        while (head != nullptr) {
-            detail::wait_op_base* next = next_of(head);
-            set_next(head, nullptr);
-            ready_.push(head);
-            head = next;
-        }
-        first = ready_.front();
-    }
-    ready_sorted_ = true;
-    ready_last_ = nullptr;
-    if (keep_first) {
-        ready_.pop();
-    } else {
-        first = nullptr;
-    }
-    net::detail::op_queue<net::detail::scheduler_operation> rest;
-    while (detail::wait_op_base* op = ready_.front()) {
-        ready_.pop();
-        rest.push(op);
-    }
-    scheduler_.post_deferred_completions(rest);
-    return first;
 }
 
 // --- wheel_timer waits ------------------------------------------------------------------
@@ -473,11 +380,7 @@ std::size_t wheel_service::complete_waits(implementation_type& impl, std::size_t
         // Expired by the run in progress: its driver completion delivers them.
         while (detail::wait_op_base* op = done.front()) {
             done.pop();
-            if (ready_last_ != nullptr && op->expiry_ < ready_last_->expiry_) {
-                ready_sorted_ = false;
-            }
-            ready_last_ = op;
-            ready_.push(op);
+            completed_.push(op);
         }
         return count;
     }
@@ -488,18 +391,9 @@ std::size_t wheel_service::complete_waits(implementation_type& impl, std::size_t
     if (aborted != nullptr) {
         aborted->carried_.push(done);
     } else {
-        post_waits(done);
+        completed_.post(done);
     }
     return count;
-}
-
-void wheel_service::post_waits(detail::op_queue<detail::wait_op_base>& ops) noexcept {
-    net::detail::op_queue<net::detail::scheduler_operation> queue;
-    while (detail::wait_op_base* op = ops.front()) {
-        ops.pop();
-        queue.push(op);
-    }
-    scheduler_.post_deferred_completions(queue);
 }
 
 wheel_service::driver_op* wheel_service::cancel_entry(detail::service_entry& entry) noexcept {
@@ -541,7 +435,7 @@ void wheel_service::cancel_wait(void* service, detail::async_op_base& base) {
     if (aborted != nullptr) {
         aborted->carried_.push(done);
     } else {
-        self.post_waits(done);
+        self.completed_.post(done);
     }
 }
 

@@ -14,6 +14,7 @@
 #include <boost/test/unit_test.hpp>
 
 #include <boost/asio/io_context.hpp>
+#include <boost/asio/post.hpp>
 
 #include <chrono>
 #include <cstddef>
@@ -177,6 +178,42 @@ BOOST_AUTO_TEST_CASE(expiry_allocates_nothing) {
     BOOST_TEST(expired == 1000u);
 }
 
+namespace {
+
+// Takes key 1 `remaining` times in a row, each take started from the completion handler of
+// the one before, so that all run on the io_context's thread, as in a server: Asio's
+// recycling allocator caches an operation's memory only there (from another thread every
+// operation is a fresh aligned_alloc). Counts the allocations from the first take's
+// completion to the last one's: the first take's operation may need a block larger than the
+// one the posted start left in the allocator's cache.
+struct take_chain {
+    cache_type& cache;
+    std::uint64_t& sum;
+    int remaining = 0;
+    bool first = true;
+    tw::test_support::allocation_counter* counter = nullptr;
+    std::size_t counted = 0;
+
+    void operator()() {
+        cache.async_take(
+            1, [](const std::uint64_t&, auto handler) { handler({}, 0); },
+            [this](boost::system::error_code, std::uint64_t v) {
+                sum += v;
+                if (first) {
+                    first = false;
+                    counter->reset();
+                }
+                if (--remaining > 0) {
+                    (*this)();
+                } else {
+                    counted = counter->count();
+                }
+            });
+    }
+};
+
+} // namespace
+
 BOOST_AUTO_TEST_CASE(take_hit_allocates_nothing_once_warm) {
     net::io_context io;
     tw::ttl_cache_options options;
@@ -184,33 +221,46 @@ BOOST_AUTO_TEST_CASE(take_hit_allocates_nothing_once_warm) {
     cache_type cache(io, 1h, options);
     cache.set(1, 10);
     std::uint64_t sum = 0;
-    const auto take = [&] {
-        cache.async_take(
-            1, [](const std::uint64_t&, auto handler) { handler({}, 0); },
-            [&](boost::system::error_code, std::uint64_t v) { sum += v; });
+    tw::test_support::allocation_counter counter;
+    take_chain chain{cache, sum, 0, true, &counter};
+    const auto takes = [&](int n) {
+        chain.remaining = n;
+        chain.first = true;
+        net::post(io, [&] { chain(); });
         io.restart();
-        io.poll();
-    };
-    take(); // warm-up: Asio's recycling allocator keeps the operation's memory
-    const std::size_t counted = count_allocations([&] {
-        for (int i = 0; i < 1000; ++i) {
-            take();
+        while (chain.remaining > 0) { // run() would wait for the 1 h entry
+            io.run_one();
         }
-    });
-    BOOST_TEST(counted == 0u);
-    BOOST_TEST(sum == 10010u);
+    };
+    takes(100); // warm-up: the recycling allocator keeps the operations' memory
+    takes(1000);
+    BOOST_TEST(chain.counted == 0u);
+    BOOST_TEST(sum == 11000u);
 
     // A miss allocates its flight and the node of the entry it stores; the operation comes
-    // from the recycling allocator, warm since the hits.
-    const std::size_t miss = count_allocations([&] {
-        cache.async_take(
-            2, [](const std::uint64_t&, auto handler) { handler({}, 20); },
-            [&](boost::system::error_code, std::uint64_t v) { sum += v; });
-        io.restart();
-        io.poll();
+    // from the recycling allocator, warm since the hits. Started, as the hits, from a take's
+    // completion.
+    std::size_t miss = 0;
+    bool missed = false;
+    const auto loader = [](std::uint64_t value) {
+        return [value](const std::uint64_t&, auto handler) { handler({}, value); };
+    };
+    net::post(io, [&] {
+        cache.async_take(1, loader(0), [&](boost::system::error_code, std::uint64_t) {
+            counter.reset();
+            cache.async_take(2, loader(20), [&](boost::system::error_code, std::uint64_t v) {
+                miss = counter.count();
+                missed = true;
+                sum += v;
+            });
+        });
     });
+    io.restart();
+    while (!missed) {
+        io.run_one();
+    }
     BOOST_TEST_MESSAGE("allocations of an async_take miss: " << miss);
     BOOST_TEST(miss == 2u);
-    BOOST_TEST(sum == 10030u);
+    BOOST_TEST(sum == 11020u);
     cache.clear();
 }

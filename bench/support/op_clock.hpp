@@ -4,8 +4,8 @@
 // The op timer every benchmark file shares: wall time and allocations around the timed
 // batches only, reported as `ns_per_op` and `allocs_per_op`.
 //
-// Allocations are counted by the replacements of the global operator new (every form) and of
-// aligned_alloc in bench/report_bench.cpp, which define timewheel_bench::allocations().
+// Allocations are counted by the counting operator new (every form) and aligned_alloc of the
+// tests, test/support/counting_new.cpp, which bench/CMakeLists.txt links into the binary.
 //
 
 #ifndef TIMEWHEEL_BENCH_SUPPORT_OP_CLOCK_HPP
@@ -20,10 +20,21 @@
 
 #include <time.h>
 
+#if !defined(TIMEWHEEL_BENCH_NO_ALLOCATION_COUNT)
+#include "support/allocation_counter.hpp"
+#endif
+
 namespace timewheel_bench {
 
-/// Calls of the global operator new (and aligned_alloc) made by this thread so far.
-std::uint64_t allocations() noexcept;
+/// Calls of the global operator new (and aligned_alloc) made by this thread so far; always 0
+/// in a binary built without counting (TIMEWHEEL_BENCH_COUNT_ALLOCATIONS=OFF).
+inline std::uint64_t allocations() noexcept {
+#if defined(TIMEWHEEL_BENCH_NO_ALLOCATION_COUNT)
+    return 0;
+#else
+    return timewheel::test_support::thread_allocations_so_far();
+#endif
+}
 
 /// The latency of one steady_clock read (the smallest difference between two consecutive
 /// reads), subtracted from each timed batch.

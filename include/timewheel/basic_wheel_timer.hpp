@@ -11,10 +11,6 @@
 
 #include <boost/asio/any_io_executor.hpp>
 #include <boost/asio/async_result.hpp>
-#include <boost/asio/detail/handler_type_requirements.hpp>
-#include <boost/asio/detail/io_object_impl.hpp>
-#include <boost/asio/detail/non_const_lvalue.hpp>
-#include <boost/asio/detail/throw_error.hpp>
 #include <boost/asio/execution_context.hpp>
 #include <boost/system/error_code.hpp>
 
@@ -262,7 +258,7 @@ public:
     void wait() {
         boost::system::error_code ec;
         impl_.get_service().wait(impl_.get_implementation(), ec);
-        boost::asio::detail::throw_error(ec, "wait");
+        detail::throw_error(ec, "wait");
     }
 
     /// Performs a blocking wait on the timer; see wait().
@@ -326,7 +322,7 @@ private:
             // meet the documented type requirements for a WaitHandler.
             BOOST_ASIO_WAIT_HANDLER_CHECK(WaitHandler, handler) type_check;
 
-            boost::asio::detail::non_const_lvalue<WaitHandler> handler2(handler);
+            detail::non_const_lvalue<WaitHandler> handler2(handler);
             self_->impl_.get_service().async_wait(self_->impl_.get_implementation(), handler2.value,
                                                   self_->impl_.get_executor());
         }
@@ -335,7 +331,7 @@ private:
         basic_wheel_timer* self_;
     };
 
-    boost::asio::detail::io_object_impl<wheel_service, Executor> impl_;
+    detail::io_object_impl<wheel_service, Executor> impl_;
 };
 
 } // namespace timewheel

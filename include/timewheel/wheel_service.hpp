@@ -27,6 +27,7 @@
 #define TIMEWHEEL_WHEEL_SERVICE_HPP
 
 #include <timewheel/detail/async_op.hpp>
+#include <timewheel/detail/completed_waits.hpp>
 #include <timewheel/detail/deadline.hpp>
 #include <timewheel/detail/service_entry.hpp>
 #include <timewheel/detail/thread_check.hpp>
@@ -294,12 +295,9 @@ private:
     driver_op* stop_driver() noexcept;
     void on_driver(void* owner);
     driver_op* cancel_entry(detail::service_entry& entry) noexcept;
-    void post_waits(detail::op_queue<detail::wait_op_base>& ops) noexcept;
     void wake(void* owner);
     void run_due();
     void finish_run(bool unwinding);
-    detail::wait_op_base* take_ready(bool keep_first) noexcept;
-    void run_inline(void* owner, detail::wait_op_base* op);
     bool inside_run() const noexcept;
     tick_type slack_ticks(duration slack) const noexcept;
 
@@ -308,11 +306,8 @@ private:
     boost::asio::detail::timer_queue<time_traits> timer_queue_;
     boost::asio::detail::timer_queue<time_traits>::per_timer_data timer_data_;
     driver_op* free_driver_ops_ = nullptr;
-    driver_op* pending_driver_ = nullptr;          // the op in timer_data_, while waiting
-    detail::op_queue<detail::wait_op_base> ready_; // waits expired by the run in progress
-    detail::wait_op_base* run_next_ = nullptr;     // runs inline once the run has finished
-    bool ready_sorted_ = true;
-    detail::wait_op_base* ready_last_ = nullptr;
+    driver_op* pending_driver_ = nullptr; // the op in timer_data_, while waiting
+    detail::completed_waits completed_;   // the wait-queue half (detail/completed_waits.hpp)
     continuation_op continuation_;
     wheel_service_options options_;
     std::int64_t tick_ns_;

@@ -23,9 +23,9 @@
 
 namespace net = boost::asio;
 namespace redis = timewheel::redis;
-using timewheel::test::redis_available;
-using timewheel::test::redis_server;
-using timewheel::test::run_until;
+using timewheel::test_support::redis_available;
+using timewheel::test_support::redis_server;
+using timewheel::test_support::run_until;
 
 namespace {
 

@@ -35,10 +35,10 @@
 
 namespace net = boost::asio;
 namespace redis = timewheel::redis;
-using timewheel::test::cluster_available;
-using timewheel::test::cluster_fixture;
-using timewheel::test::exec;
-using timewheel::test::run_until;
+using timewheel::test_support::cluster_available;
+using timewheel::test_support::cluster_fixture;
+using timewheel::test_support::exec;
+using timewheel::test_support::run_until;
 
 namespace {
 

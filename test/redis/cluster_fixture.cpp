@@ -18,8 +18,8 @@
 #include <string>
 
 using timewheel::redis::key_slot;
-using timewheel::test::cluster_available;
-using timewheel::test::cluster_fixture;
+using timewheel::test_support::cluster_available;
+using timewheel::test_support::cluster_fixture;
 
 namespace {
 

@@ -6,12 +6,12 @@
 //
 // Including this header makes test/CMakeLists.txt link counting_new.cpp into the test. It
 // looks when CMake configures: after adding the include to an existing test, re-run cmake, or
-// the link misses allocations_so_far(). counting_new.cpp replaces every replaceable global
-// operator new and delete (plain, array, nothrow, aligned, sized) with versions over malloc
-// that count each allocation, on every thread, in one atomic. Counting is always on; an
-// allocation_counter reads the difference, so counters nest and cost nothing to start. Under
-// AddressSanitizer the replacements call ASan's malloc, so leaks and overflows are still
-// caught (only new/delete mismatches are not).
+// the link misses all_allocations_so_far(). counting_new.cpp replaces every replaceable global
+// operator new and delete (plain, array, nothrow, aligned, sized), and aligned_alloc (which
+// Asio's recycling allocator calls), with versions over malloc that count each allocation, on every
+// thread, in one atomic. Counting is always on; an allocation_counter reads the difference, so
+// counters nest and cost nothing to start. Under AddressSanitizer the replacements call ASan's
+// malloc, so leaks and overflows are still caught (only new/delete mismatches are not).
 //
 //     timewheel::test_support::allocation_counter counter;
 //     wheel.move(entry, later);
@@ -29,24 +29,34 @@
 
 namespace timewheel::test_support {
 
-// Global allocations made by the program so far (every operator new that returned memory or
-// failed). Defined in counting_new.cpp.
+// Calls of the global operator new made by the program so far (every one that returned
+// memory or failed), on every thread. Not aligned_alloc: see all_allocations_so_far().
+// Defined in counting_new.cpp.
 std::size_t allocations_so_far() noexcept;
+
+// The same plus the calls of aligned_alloc, which Asio's recycling allocator makes when its
+// per-thread cache cannot serve an operation (always, outside the io_context's thread).
+// What allocation_counter counts.
+std::size_t all_allocations_so_far() noexcept;
+
+// Calls of operator new and aligned_alloc made by the calling thread only (what a
+// benchmark's timed batch did).
+std::size_t thread_allocations_so_far() noexcept;
 
 // Counts the global allocations made between its construction (or reset()) and count().
 class allocation_counter {
 public:
     allocation_counter() noexcept
-        : start_(allocations_so_far()) {}
+        : start_(all_allocations_so_far()) {}
 
     allocation_counter(const allocation_counter&) = delete;
     allocation_counter& operator=(const allocation_counter&) = delete;
 
     // Allocations since construction or the last reset().
-    std::size_t count() const noexcept { return allocations_so_far() - start_; }
+    std::size_t count() const noexcept { return all_allocations_so_far() - start_; }
 
     // Starts counting from zero again.
-    void reset() noexcept { start_ = allocations_so_far(); }
+    void reset() noexcept { start_ = all_allocations_so_far(); }
 
 private:
     std::size_t start_;

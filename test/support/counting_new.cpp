@@ -2,7 +2,11 @@
 // test/support/counting_new.cpp
 //
 // The replaceable global allocation functions, counting: linked into the tests that include
-// allocation_counter.hpp (see test/CMakeLists.txt), and only into those.
+// allocation_counter.hpp (see test/CMakeLists.txt), and only into those, and into the
+// benchmark binaries (bench/CMakeLists.txt), whose op clock reads the calling thread's count.
+//
+// aligned_alloc is replaced too: Asio's recycling allocator (boost::asio::aligned_new) calls
+// it directly, not operator new, so without it an operation allocated by Asio is not seen.
 //
 
 #include "allocation_counter.hpp"
@@ -12,27 +16,50 @@
 #include <cstdlib>
 #include <new>
 
+#include <stdlib.h>
+
 namespace {
 
-std::atomic<std::size_t> allocations{0};
+std::atomic<std::size_t> allocations{0};         // operator new
+std::atomic<std::size_t> aligned_allocations{0}; // aligned_alloc
+thread_local std::size_t thread_allocations = 0; // both, by this thread
 
-void* allocate(std::size_t size, std::size_t alignment) noexcept {
+void count() noexcept {
     allocations.fetch_add(1, std::memory_order_relaxed);
+    ++thread_allocations;
+}
+
+// Not counted: the callers count once per request.
+void* allocate_uncounted(std::size_t size, std::size_t alignment) noexcept {
     if (size == 0) {
         size = 1;
     }
     if (alignment <= alignof(std::max_align_t)) {
         return std::malloc(size);
     }
-    // aligned_alloc wants a multiple of the alignment.
-    return std::aligned_alloc(alignment, (size + alignment - 1) / alignment * alignment);
+    void* p = nullptr;
+    alignment = alignment < sizeof(void*) ? sizeof(void*) : alignment;
+    return posix_memalign(&p, alignment, size) == 0 ? p : nullptr;
 }
 
+void* allocate(std::size_t size, std::size_t alignment) noexcept {
+    count();
+    return allocate_uncounted(size, alignment);
+}
+
+// As the standard's operator new: call the new_handler until it gives up.
 void* allocate_or_throw(std::size_t size, std::size_t alignment) {
-    if (void* p = allocate(size, alignment)) {
-        return p;
+    count();
+    for (;;) {
+        if (void* p = allocate_uncounted(size, alignment)) {
+            return p;
+        }
+        std::new_handler handler = std::get_new_handler();
+        if (handler == nullptr) {
+            throw std::bad_alloc();
+        }
+        handler();
     }
-    throw std::bad_alloc();
 }
 
 constexpr std::size_t plain = alignof(std::max_align_t);
@@ -45,6 +72,22 @@ std::size_t value(std::align_val_t alignment) noexcept {
 
 std::size_t timewheel::test_support::allocations_so_far() noexcept {
     return allocations.load(std::memory_order_relaxed);
+}
+
+std::size_t timewheel::test_support::all_allocations_so_far() noexcept {
+    return allocations.load(std::memory_order_relaxed) +
+           aligned_allocations.load(std::memory_order_relaxed);
+}
+
+std::size_t timewheel::test_support::thread_allocations_so_far() noexcept {
+    return thread_allocations;
+}
+
+// Asio's recycling allocator calls it directly (see the top of this file).
+extern "C" void* aligned_alloc(std::size_t alignment, std::size_t size) noexcept {
+    aligned_allocations.fetch_add(1, std::memory_order_relaxed);
+    ++thread_allocations;
+    return allocate_uncounted(size, alignment);
 }
 
 void* operator new(std::size_t size) {

@@ -14,7 +14,10 @@
 // * cancellable through its handler's associated cancellation slot, by a handler that
 //   unlinks itself from the operation whichever of the two goes first.
 //
-// Besides wheel_service, this is the only header that names boost::asio::detail. A
+// Besides wheel_service (wheel_service.hpp and its wait-queue half,
+// detail/completed_waits.hpp), this is the only header that names boost::asio::detail: the
+// I/O object plumbing of basic_wheel_timer is wrapped at its end, so that the public header
+// names none of it. A
 // feature derives its operation state from async_op_base (with a `value_type`: void, or
 // the type of the second completion argument), creates operations with make_async_op(),
 // and completes them through wheel_service::post_immediate() / post_deferred().
@@ -28,9 +31,13 @@
 #include <boost/asio/detail/bind_handler.hpp>
 #include <boost/asio/detail/fenced_block.hpp>
 #include <boost/asio/detail/handler_alloc_helpers.hpp>
+#include <boost/asio/detail/handler_type_requirements.hpp> // BOOST_ASIO_WAIT_HANDLER_CHECK
 #include <boost/asio/detail/handler_work.hpp>
+#include <boost/asio/detail/io_object_impl.hpp>
+#include <boost/asio/detail/non_const_lvalue.hpp>
 #include <boost/asio/detail/op_queue.hpp>
 #include <boost/asio/detail/scheduler_operation.hpp>
+#include <boost/asio/detail/throw_error.hpp>
 #include <boost/system/error_code.hpp>
 
 #include <memory>
@@ -202,6 +209,19 @@ Base* make_async_op(Handler& handler, const IoExecutor& io_ex) {
     Base* result = p.p;
     p.v = p.p = nullptr;
     return result;
+}
+
+// What an I/O object on a service (basic_wheel_timer) needs of Asio's internals, as Asio's
+// own I/O objects use them: the service, executor and implementation of the object; the
+// handler taken as an lvalue by an initiation; an error code thrown as system_error.
+template <typename Service, typename Executor>
+using io_object_impl = net::detail::io_object_impl<Service, Executor>;
+
+template <typename T>
+using non_const_lvalue = net::detail::non_const_lvalue<T>;
+
+inline void throw_error(const boost::system::error_code& ec, const char* location) {
+    net::detail::throw_error(ec, location);
 }
 
 } // namespace detail

@@ -43,7 +43,7 @@
 
 extern char** environ;
 
-namespace timewheel::test {
+namespace timewheel::test_support {
 
 /// redis-cli: next to the redis-server in use, or on the PATH.
 inline std::string redis_cli_binary() {
@@ -215,6 +215,6 @@ private:
     int cli_runs_ = 0;
 };
 
-} // namespace timewheel::test
+} // namespace timewheel::test_support
 
 #endif // TIMEWHEEL_TEST_REDIS_SUPPORT_CLUSTER_FIXTURE_HPP

@@ -16,7 +16,7 @@
 #include <cstddef>
 #include <stdexcept>
 
-namespace timewheel::test {
+namespace timewheel::test_support {
 
 /// cluster.async_exec(req, resp), run to completion; returns its error code.
 inline boost::system::error_code exec(boost::asio::io_context& io, redis::cluster& c,
@@ -37,6 +37,6 @@ inline boost::system::error_code exec(boost::asio::io_context& io, redis::cluste
     return result;
 }
 
-} // namespace timewheel::test
+} // namespace timewheel::test_support
 
 #endif // TIMEWHEEL_TEST_REDIS_SUPPORT_CLUSTER_RUN_HPP

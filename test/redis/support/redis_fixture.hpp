@@ -33,7 +33,7 @@
 #include <thread>
 #include <vector>
 
-namespace timewheel::test {
+namespace timewheel::test_support {
 
 /// The redis-server to run: $TIMEWHEEL_REDIS_SERVER, or redis-server on the PATH.
 inline std::string redis_server_binary() {
@@ -301,6 +301,6 @@ inline void run_for(boost::asio::io_context& io, std::chrono::steady_clock::dura
     }
 }
 
-} // namespace timewheel::test
+} // namespace timewheel::test_support
 
 #endif // TIMEWHEEL_TEST_REDIS_SUPPORT_REDIS_FIXTURE_HPP
