@@ -81,7 +81,9 @@ local function decode(s)
   local f = string.byte(s, 1)
   local r = {st = f % 8}
   local pos
-  r.created, r.updated, pos = struct.unpack('>I6I6', s, 3)
+  r.created, r.due, pos = struct.unpack('>I6I6', s, 3)
+  r.updated = r.created
+  if bit.band(f, 64) ~= 0 then r.updated, pos = struct.unpack('>I6', s, pos) end
   if bit.band(f, 8) ~= 0 then
     r.max, r.base, r.cap, pos = struct.unpack('>I4I6I6', s, pos)
   else
@@ -102,7 +104,11 @@ end
 
 local function encode(r)
   local f = r.st
-  local parts = {struct.pack('>I6I6', r.created, r.updated)}
+  local parts = {struct.pack('>I6I6', r.created, r.due)}
+  if r.updated ~= r.created then
+    f = f + 64
+    parts[#parts + 1] = struct.pack('>I6', r.updated)
+  end
   if r.max ~= DEF_MAX or r.base ~= DEF_BASE or r.cap ~= DEF_CAP then
     f = f + 8
     parts[#parts + 1] = struct.pack('>I4I6I6', r.max, r.base, r.cap)
@@ -183,10 +189,65 @@ local function token(now)
                        math.random(0, 268435455))
 end
 
--- Publishes a wake-up when one of `ids` is now the shard's earliest delayed task.
-local function wake_if_head(ids)
+-- Where a delayed task waits. Tasks due within AHEAD ms wait in KD, one sorted set; later
+-- ones in a small sorted set per W-ms slot of due time, {Q:s}:w:<slot>, indexed by KW (slot
+-- -> its start). A slot holds few tasks, so Redis keeps it a listpack (about 25 bytes a task
+-- instead of about 105 in KD's skiplist); claim moves the slots coming within reach into KD.
+local W, AHEAD = 10000, 10000
+local KW = P .. 'wi'
+local function place(id, due, now)
+  if due <= now + AHEAD then
+    redis.call('ZADD', KD, due, id)
+    return
+  end
+  local slot = math.floor(due / W)
+  redis.call('ZADD', P .. 'w:' .. slot, due, id)
+  redis.call('ZADD', KW, slot * W, slot)
+end
+local function unplace(id, due)
+  if redis.call('ZREM', KD, id) == 1 then return end
+  local slot = math.floor(due / W)
+  local key = P .. 'w:' .. slot
+  if redis.call('ZREM', key, id) == 1 and redis.call('EXISTS', key) == 0 then
+    redis.call('ZREM', KW, slot)
+  end
+end
+-- Moves the slots that start by `limit` into KD (at most 64 slots a call, oldest first).
+local function promote(limit)
+  local slots = redis.call('ZRANGEBYSCORE', KW, '-inf', limit, 'LIMIT', 0, 64)
+  if #slots == 0 then return end
+  for _, slot in ipairs(slots) do
+    local key = P .. 'w:' .. slot
+    local m = redis.call('ZRANGE', key, 0, -1, 'WITHSCORES')
+    local args = {}
+    for i = 1, #m, 2 do
+      args[#args + 1] = m[i + 1]
+      args[#args + 1] = m[i]
+      if #args >= 4000 then
+        redis.call('ZADD', KD, unpack(args))
+        args = {}
+      end
+    end
+    if #args > 0 then redis.call('ZADD', KD, unpack(args)) end
+    redis.call('DEL', key)
+  end
+  redis.call('ZREM', KW, unpack(slots))
+end
+-- The shard's earliest delayed due time, or nil.
+local function earliest()
   local h = redis.call('ZRANGE', KD, 0, 0, 'WITHSCORES')
-  if h[1] and ids[h[1]] then redis.call('PUBLISH', CHAN, h[2]) end
+  local e = h[2] and tonumber(h[2])
+  local w = redis.call('ZRANGE', KW, 0, 0, 'WITHSCORES')
+  if w[2] and (not e or tonumber(w[2]) < e) then
+    local f = redis.call('ZRANGE', P .. 'w:' .. w[1], 0, 0, 'WITHSCORES')
+    if f[2] and (not e or tonumber(f[2]) < e) then e = tonumber(f[2]) end
+  end
+  return e
+end
+-- Publishes a wake-up when one of the due times in `dues` is now the shard's earliest.
+local function wake(dues)
+  local e = earliest()
+  if e and dues[e] then redis.call('PUBLISH', CHAN, e) end
 end
 
 local function due_from(kind, value, now)
@@ -244,21 +305,24 @@ local bk = bkey(id)
 local r, n = read_rec(bk, id)
 if r then
   if replace and r.st == PENDING and redis.call('HEXISTS', KK, id) == 0 then
+    local old = r.due
     r.payload = payload
     r.updated = now
+    r.due = due
     write_rec(bk, id, r, n)
-    redis.call('ZADD', KD, fmt(due), id)
-    wake_if_head({[id] = true})
+    unplace(id, old)
+    place(id, due, now)
+    wake({[due] = true})
     return 'replaced'
   end
   return 'exists'
 end
 if redis.call('ZSCORE', KDONE, id) then return 'exists' end
-write_rec(bk, id, {st = PENDING, created = now, updated = now, max = tonumber(ARGV[15]),
-                   base = tonumber(ARGV[16]), cap = tonumber(ARGV[17]), att = 0, err = '',
-                   payload = payload}, 0)
-redis.call('ZADD', KD, fmt(due), id)
-wake_if_head({[id] = true})
+write_rec(bk, id, {st = PENDING, created = now, updated = now, due = due,
+                   max = tonumber(ARGV[15]), base = tonumber(ARGV[16]), cap = tonumber(ARGV[17]),
+                   att = 0, err = '', payload = payload}, 0)
+place(id, due, now)
+wake({[due] = true})
 return 'created'
 )lua";
 
@@ -280,7 +344,7 @@ if cv then
   redis.call('HDEL', KK, id)
   redis.call('ZREM', KL, id)
 else
-  redis.call('ZREM', KD, id)
+  unplace(id, r.due)
 end
 r.st = CANCELLED
 r.updated = now
@@ -309,11 +373,14 @@ if cv then
   if kk_decode(cv).st == RUNNING then return redis.error_reply('DQ wrong_state') end
   redis.call('HDEL', KK, id)
   redis.call('ZREM', KL, id)
+else
+  unplace(id, r.due)
 end
-redis.call('ZADD', KD, fmt(due), id)
+place(id, due, now)
 r.updated = now
+r.due = due
 write_rec(bk, id, r, n)
-wake_if_head({[id] = true})
+wake({[due] = true})
 return 'ok'
 )lua";
 
@@ -341,7 +408,7 @@ else
       due = c.due
       if c.st == RUNNING then state = 'running'; att = c.att else state = 'prefetched' end
     else
-      due = tonumber(redis.call('ZSCORE', KD, id) or 0)
+      due = r.due
     end
   end
   out = {state, att, due, r.created, r.updated, r.max, r.base, r.cap, r.err, r.payload}
@@ -401,10 +468,11 @@ r.st = PENDING
 r.att = 0
 r.err = ''
 r.updated = now
+r.due = due
 write_rec(bk, id, r, n)
 redis.call('ZREM', KDEAD, id)
-redis.call('ZADD', KD, fmt(due), id)
-wake_if_head({[id] = true})
+place(id, due, now)
+wake({[due] = true})
 return 'ok'
 )lua";
 
@@ -447,16 +515,18 @@ if #expired > 0 then
           if c.att >= r.max then
             die(bk, id, r, n, now)
           else
+            r.due = now
             write_rec(bk, id, r, n)
-            redis.call('ZADD', KD, fmt(now), id)
+            place(id, now, now)
           end
         end
       else
-        redis.call('ZADD', KD, fmt(c.due), id)
+        place(id, c.due, now)
       end
     end
   end
 end
+promote(now + horizon + AHEAD)
 local out = {now, -1}
 if limit > 0 then
   local ids = redis.call('ZRANGEBYSCORE', KD, '-inf', fmt(now + horizon), 'WITHSCORES',
@@ -487,8 +557,7 @@ if limit > 0 then
     end
   end
 end
-local h = redis.call('ZRANGE', KD, 0, 0, 'WITHSCORES')
-if h[2] then out[2] = tonumber(h[2]) end
+out[2] = earliest() or -1
 return out
 )lua";
 
@@ -593,9 +662,10 @@ for _, v in ipairs(valid) do
         else
           local delay = after
           if delay < 0 then delay = backoff(r, c.att) end
+          r.due = now + delay
           write_rec(bk, id, r, n)
-          redis.call('ZADD', KD, fmt(now + delay), id)
-          woke[id] = true
+          place(id, r.due, now)
+          woke[r.due] = true
         end
       end
     end
@@ -606,12 +676,13 @@ if #done_ids > 0 then
   trim(KDONE, DONE_MAX, DONE_AGE, now)
 end
 if any_dead then trim(KDEAD, DEAD_MAX, DEAD_AGE, now) end
-if next(woke) then wake_if_head(woke) end
+if next(woke) then wake(woke) end
 return table.concat(res)
 )lua";
 
 // ARGV[11..]: (id, token) pairs of prefetched tasks, delayed again at their due time.
 const char* const release_body = R"lua(
+local now = now_ms()
 local res, woke = {}, {}
 for i = 11, #ARGV, 2 do
   local id, tok = ARGV[i], ARGV[i + 1]
@@ -620,14 +691,14 @@ for i = 11, #ARGV, 2 do
   if c and c.token == tok and c.st == PREFETCHED then
     redis.call('HDEL', KK, id)
     redis.call('ZREM', KL, id)
-    redis.call('ZADD', KD, fmt(c.due), id)
-    woke[id] = true
+    place(id, c.due, now)
+    woke[c.due] = true
     res[#res + 1] = 'o'
   else
     res[#res + 1] = 's'
   end
 end
-if next(woke) then wake_if_head(woke) end
+if next(woke) then wake(woke) end
 return table.concat(res)
 )lua";
 
