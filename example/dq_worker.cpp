@@ -126,9 +126,6 @@ int main(int argc, char** argv) {
                                          static_cast<unsigned long long>(st.released));
                              signals_ptr->cancel();
                              store.close();
-                             // (a cancelled wheel timer may leave the wheel's driver waiting
-                             // for its old time: do not wait for it)
-                             io.stop();
                          });
     };
 
@@ -163,7 +160,7 @@ int main(int argc, char** argv) {
                 s.concurrency);
     std::fflush(stdout);
 
-    // Runs until the stop has completed.
+    // Runs until the stop has completed and closed the store: nothing is left to wait for.
     io.run();
     return early == 0 ? 0 : 1;
 }
