@@ -145,16 +145,19 @@ async function addAll(queue, o, n, due, timestamp) {
 }
 
 // Adds calibration jobs to a scratch queue: how many adds per second this run can expect.
+// Two rounds, the first one to warm up (script loading, JIT); the rate of the second.
 async function calibrate(o, redis) {
-  const n = Math.min(20000, Math.max(2000, Math.floor(o.n / 20)));
+  const n = Math.min(20000, Math.max(5000, Math.floor(o.n / 20)));
   const q = new Queue(`${o.queue}-calibrate`, { connection: connection(o) });
   const now = Date.now();
-  const t0 = wall();
-  await addAll(q, o, n, () => now + 3600000, now);
-  const rate = n / ((wall() - t0) / 1000);
-  await q.obliterate({ force: true });
+  let rate = 0;
+  for (let round = 0; round < 2; ++round) {
+    const t0 = wall();
+    await addAll(q, o, n, () => now + 3600000, now);
+    rate = n / ((wall() - t0) / 1000);
+    await redis.flushall();
+  }
   await q.close();
-  await redis.flushall();
   return rate;
 }
 
@@ -205,7 +208,7 @@ async function throughput(o) {
   // Due from `first`, spread over the window; `first` leaves the expected add time plus a
   // margin (and the time to start the workers).
   const expectedAddMs = (o.n / addRate) * 1000;
-  const lead = o.leadMs || Math.ceil(expectedAddMs * 1.3 + 1500);
+  const lead = o.leadMs || Math.ceil(expectedAddMs * 1.1 + 1000);
   const t0 = Date.now();
   const first = t0 + lead;
   const due = (i) => first + Math.floor((i * o.windowMs) / o.n);
@@ -262,12 +265,13 @@ function percentile(sorted, p) {
 async function lateness(o) {
   const redis = new IORedis(connection(o));
   await redis.flushall();
+  const addRate = await calibrate(o, redis);
   const queue = new Queue(o.queue, { connection: connection(o) });
   await queue.waitUntilReady();
   const interval = 1000 / o.rate;
   const t0 = Date.now();
-  // All added ahead: 1 ms per 33 adds is far more than needed; lead = 2 s + n / 20000 s.
-  const first = t0 + (o.leadMs || 2000 + Math.ceil(o.n / 20));
+  // All added ahead of the first due time, with a margin.
+  const first = t0 + (o.leadMs || Math.ceil((o.n / addRate) * 1000 * 1.5 + 2000));
   const due = (i) => first + Math.floor(i * interval);
   await addAll(queue, o, o.n, due, t0);
   const addEnd = Date.now();
