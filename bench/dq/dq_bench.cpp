@@ -274,7 +274,7 @@ struct redis_probe {
         cpu0 = a.cpu_seconds();
     }
 
-    redis_cost take() {
+    redis_cost take(std::size_t top_n = 3) {
         redis_cost c;
         c.cpu_s = a.cpu_seconds() - cpu0;
         std::vector<std::pair<double, std::string>> by_usec;
@@ -291,7 +291,7 @@ struct redis_probe {
                                                 "us/" + std::to_string(std::llround(cu.first)));
         }
         std::sort(by_usec.rbegin(), by_usec.rend());
-        for (std::size_t i = 0; i < by_usec.size() && i < 3; ++i) {
+        for (std::size_t i = 0; i < by_usec.size() && i < top_n; ++i) {
             c.top += (i ? " " : "") + by_usec[i].second;
         }
         return c;
@@ -715,6 +715,27 @@ int lateness(const options& o) {
     return 0;
 }
 
+// --- memory: Redis bytes per delayed task, and the submit rate -----------------------------
+
+int memory(const options& o) {
+    net::io_context io(1);
+    admin a(io, o.port);
+    a.call("FLUSHALL");
+    const double before = a.info("memory", "used_memory");
+    auto store = make_store(io, o, o.queue);
+    dq::queue q(*store);
+    const std::int64_t far = wall_ms_int() + 3600000;
+    const double submit_s = submit_all(
+        io, q, o.n, [&](std::size_t) { return far; }, o.payload);
+    const double after = a.info("memory", "used_memory");
+    std::printf("{\"system\":\"timewheel\",\"case\":\"memory\",\"n\":%zu,\"submit_s\":%.3f,"
+                "\"submit_per_s\":%.0f,\"used_memory_before\":%.0f,\"used_memory_after\":%.0f,"
+                "\"bytes_per_task\":%.1f}\n",
+                o.n, submit_s, static_cast<double>(o.n) / submit_s, before, after,
+                (after - before) / static_cast<double>(o.n));
+    return 0;
+}
+
 // --- ceiling: the scripts alone -------------------------------------------------------------
 
 struct script_loop {
@@ -824,6 +845,9 @@ int ceiling(const options& o) {
         io, q2, o.n, [&](std::size_t) { return past; }, o.payload);
     std::vector<std::vector<dq::lease_ref>> batches;
     double claim_us = 0, start_us = 0, ack_us = 0;
+    double claim_calls = 0, start_calls = 0, ack_calls = 0;
+    double claim_cpu = 0, start_cpu = 0, ack_cpu = 0;
+    std::string claim_top, start_top, ack_top;
     {
         redis_probe p(a);
         std::size_t got = 0;
@@ -848,7 +872,11 @@ int ceiling(const options& o) {
             });
             run_until(io, done);
         }
-        claim_us = p.take().script_usec;
+        const auto c = p.take(12);
+        claim_us = c.script_usec;
+        claim_calls = c.script_calls;
+        claim_cpu = c.cpu_s;
+        claim_top = c.top;
     }
     {
         redis_probe p(a);
@@ -860,7 +888,11 @@ int ceiling(const options& o) {
             });
             run_until(io, done);
         }
-        start_us = p.take().script_usec;
+        const auto c = p.take(12);
+        start_us = c.script_usec;
+        start_calls = c.script_calls;
+        start_cpu = c.cpu_s;
+        start_top = c.top;
     }
     {
         redis_probe p(a);
@@ -877,14 +909,47 @@ int ceiling(const options& o) {
             });
             run_until(io, done);
         }
-        ack_us = p.take().script_usec;
+        const auto c = p.take(12);
+        ack_us = c.script_usec;
+        ack_calls = c.script_calls;
+        ack_cpu = c.cpu_s;
+        ack_top = c.top;
     }
+    // A claim that finds nothing: the fixed cost of the scripts, per call.
+    double empty_us = 0, empty_cpu = 0, empty_calls = 0;
+    {
+        redis_probe p(a);
+        for (int i = 0; i < 200; ++i) {
+            bool done = false;
+            dq::claim_options co;
+            co.horizon = 0ms;
+            co.batch = o.batch;
+            co.worker = "ceiling";
+            store2->claim(co, [&](error_code ec, dq::claim_result) {
+                check(ec, "claim");
+                done = true;
+            });
+            run_until(io, done);
+        }
+        const auto c = p.take();
+        empty_us = c.script_usec;
+        empty_cpu = c.cpu_s;
+        empty_calls = c.script_calls;
+    }
+    std::printf(",\"empty_claim_script_us\":%.2f,\"empty_claim_cpu_us_per_script\":%.2f,"
+                "\"empty_claim_scripts_per_claim\":%.1f",
+                empty_us / empty_calls, empty_cpu * 1e6 / empty_calls, empty_calls / 200);
     const double n = static_cast<double>(o.n);
     std::printf(",\"claim_us_per_task\":%.2f,\"start_us_per_task\":%.2f,"
                 "\"ack_us_per_task\":%.2f,\"scripts_us_per_task\":%.2f,"
-                "\"scripts_ceiling_per_s\":%.0f}\n",
+                "\"scripts_ceiling_per_s\":%.0f,\"claim_scripts\":%.0f,\"start_scripts\":%.0f,"
+                "\"ack_scripts\":%.0f,\"claim_batches\":%zu,\"claim_cpu_us_per_task\":%.2f,"
+                "\"start_cpu_us_per_task\":%.2f,\"ack_cpu_us_per_task\":%.2f,\"claim_top\":\"%s\","
+                "\"start_top\":\"%s\",\"ack_top\":\"%s\"}\n",
                 claim_us / n, start_us / n, ack_us / n, (claim_us + start_us + ack_us) / n,
-                n * 1e6 / (claim_us + start_us + ack_us));
+                n * 1e6 / (claim_us + start_us + ack_us), claim_calls, start_calls, ack_calls,
+                batches.size(), claim_cpu * 1e6 / n, start_cpu * 1e6 / n, ack_cpu * 1e6 / n,
+                claim_top.c_str(), start_top.c_str(), ack_top.c_str());
     return 0;
 }
 
@@ -993,6 +1058,9 @@ int main(int argc, char** argv) {
         }
         if (o.mode == "lateness") {
             return lateness(o);
+        }
+        if (o.mode == "memory") {
+            return memory(o);
         }
         if (o.mode == "ceiling") {
             return ceiling(o);
