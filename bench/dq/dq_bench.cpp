@@ -976,20 +976,21 @@ int worker_main(const options& o) {
         }
     };
     dq::worker_options wo;
-    wo.name = "bench-" + std::to_string(getpid());
-    wo.concurrency = o.concurrency;
+    wo.claim.worker = "bench-" + std::to_string(getpid());
     wo.claim.batch = o.batch;
-    dq::worker w(
-        io.get_executor(), counted, wo, [&](const dq::claimed_task& t, dq::worker::reporter done) {
-            const double now = wall_ms();
-            if (first_start == 0) {
-                first_start = now;
-            }
-            if (o.keep_lateness) {
-                late.push_back(now - static_cast<double>(t.due.time_since_epoch().count()));
-            }
-            done(dq::outcome::success());
-        });
+    wo.concurrency = o.concurrency;
+    // A no-op handler in the outcome-returning form (a `void(dq::job)` handler does not
+    // compile with this worker.hpp: wrap() asks invoke_result<Handler&, const job&> first).
+    dq::worker w(counted, wo, [&](const dq::job& j) -> dq::outcome {
+        const double now = wall_ms();
+        if (first_start == 0) {
+            first_start = now;
+        }
+        if (o.keep_lateness) {
+            late.push_back(now - static_cast<double>(j.due().time_since_epoch().count()));
+        }
+        return dq::outcome::success();
+    });
     w.start();
 
     net::steady_timer progress(io);
@@ -1019,7 +1020,11 @@ int worker_main(const options& o) {
                                     ? static_cast<double>(allocs - allocs_at_warm) /
                                           static_cast<double>(counted.acked - acked_at_warm)
                                     : -1;
-        w.stop(1s, [&](error_code) {
+        // Every task the parent waited for is acknowledged: report and leave. No graceful
+        // stop: with Boost 1.81, worker::async_stop recurses without end (the move
+        // assignment of a non-empty any_completion_handler wraps it in itself, see
+        // boost/asio/any_completion_handler.hpp), so the process ends here instead.
+        {
             for (std::size_t i = 0; i < late.size(); i += 512) {
                 std::printf("late");
                 for (std::size_t j = i; j < std::min(late.size(), i + 512); ++j) {
@@ -1027,13 +1032,16 @@ int worker_main(const options& o) {
                 }
                 std::printf("\n");
             }
-            std::printf("final %zu %.3f %.3f %.3f claims=%zu/%zu starts=%zu/%zu acks=%zu/%zu\n",
+            const auto& st = w.stats();
+            std::printf("final %zu %.3f %.3f %.3f claims=%zu/%zu starts=%zu/%zu acks=%zu/%zu "
+                        "too_early=%llu stale=%llu max_running=%zu\n",
                         counted.acked, first_start, counted.last_ack_ms, per_task, counted.claims,
                         counted.claimed, counted.starts, counted.started, counted.ack_calls,
-                        counted.acked);
+                        counted.acked, static_cast<unsigned long long>(st.too_early),
+                        static_cast<unsigned long long>(st.stale), st.max_running);
             std::fflush(stdout);
-            io.stop();
-        });
+            std::_Exit(0);
+        }
     });
     io.run();
     return 0;
