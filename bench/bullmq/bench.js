@@ -276,9 +276,13 @@ async function lateness(o) {
   await addAll(queue, o, o.n, due, t0);
   const addEnd = Date.now();
   o.workers = 1;
+  const probe = await redisProbe(redis);
   const children = spawnWorkers(o, 'lateness');
   await waitFor(() => children.every((c) => c.ready), 'the worker to be ready', 30000);
   await waitFor(() => children[0].acked >= o.n, 'every ack', first - Date.now() + 600000);
+  // Redis over the whole run (the wait before the first due time included).
+  const spanS = (Date.now() - addEnd) / 1000;
+  const cost = await probe.take(o.n, spanS);
   const [f] = await stopWorkers(children);
   const late = f.lateness.slice().sort((a, b) => a - b);
   console.log(JSON.stringify({
@@ -294,6 +298,8 @@ async function lateness(o) {
     p99_ms: +percentile(late, 99).toFixed(3),
     max_ms: +late[late.length - 1].toFixed(3),
     early: late.filter((x) => x < 0).length,
+    scripts_per_s: Math.round(cost.redis_script_calls / spanS),
+    ...cost,
   }));
   await queue.close();
   await redis.quit();
