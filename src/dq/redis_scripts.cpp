@@ -41,19 +41,37 @@ local DEF_MAX, DEF_BASE, DEF_CAP = 5, 1000, 600000
 local PENDING, DEAD, CANCELLED = 0, 4, 5
 local PREFETCHED, RUNNING = 1, 2
 
-local function fmt(n) return string.format('%.0f', n) end
+-- Redis passes a Lua number to a command as "%.17g": exact, and without an exponent, for
+-- every integer the store uses (ms up to 2^48). string.format would cost a microsecond.
+local function fmt(n) return n end
 
-local USEC = 0
+-- Redis seeds math.random the same way in every script call: seed it from the clock (the
+-- microseconds) before drawing tokens or jitter.
+local T1, T2 = 0, 0
 local function now_ms()
   local t = redis.call('TIME')
-  USEC = tonumber(t[2])
-  math.randomseed((tonumber(t[1]) % 2000) * 1000000 + USEC)
-  return tonumber(t[1]) * 1000 + math.floor(USEC / 1000)
+  T1, T2 = tonumber(t[1]), tonumber(t[2])
+  return T1 * 1000 + math.floor(T2 / 1000)
+end
+local seeded = false
+local function seed()
+  if not seeded then
+    math.randomseed((T1 % 2000) * 1000000 + T2)
+    seeded = true
+  end
 end
 
+-- djb2 modulo 2^32, three bytes per step (h < 2^32 stays exact: h * 33^3 < 2^48).
 local function hash(id)
-  local h = 5381
-  for i = 1, #id do h = (h * 33 + string.byte(id, i)) % 4294967296 end
+  local h, n, i = 5381, #id, 1
+  while i <= n do
+    local a, b, c = string.byte(id, i, i + 2)
+    h = h * 33 + a
+    if b then h = h * 33 + b end
+    if c then h = h * 33 + c end
+    h = h % 4294967296
+    i = i + 3
+  end
   return h
 end
 local function bkey(id) return P .. 't:' .. (math.floor(hash(id) / S) % B) end
@@ -145,14 +163,19 @@ local function delete_rec(bk, id, n)
   redis.call('HDEL', bk, unpack(d))
 end
 
--- A claimed task's state in KK: state, due, attempt, started, token, worker.
+-- A claimed task's state in KK: state, due, attempt, started, the record's chunk count,
+-- token, worker. Padded to 65 bytes so that KK is a hashtable (O(1) lookups) even with a
+-- few hundred tasks in flight: a listpack would be scanned whole at every lookup.
 local function kk_decode(v)
-  local st, due, att, started, tl, pos = struct.unpack('>BI6I4I6B', v)
-  return {st = st, due = due, att = att, started = started,
-          token = string.sub(v, pos, pos + tl - 1), worker = string.sub(v, pos + tl)}
+  local st, due, att, started, n, tl, wl, pos = struct.unpack('>BI6I4I6BBB', v)
+  return {st = st, due = due, att = att, started = started, n = n,
+          token = string.sub(v, pos, pos + tl - 1), worker = string.sub(v, pos + tl, pos + tl + wl - 1)}
 end
 local function kk_encode(c)
-  return struct.pack('>BI6I4I6B', c.st, c.due, c.att, c.started, #c.token) .. c.token .. c.worker
+  local v = struct.pack('>BI6I4I6BBB', c.st, c.due, c.att, c.started, c.n, #c.token, #c.worker) ..
+            c.token .. c.worker
+  if #v < 65 then v = v .. string.rep('-', 65 - #v) end
+  return v
 end
 
 local function token(now)
@@ -197,6 +220,7 @@ end
 
 -- The retry delay after attempt `att` failed: uniform in [0, min(cap, base * 2^(att-1))].
 local function backoff(r, att)
+  seed()
   local d = r.base * math.pow(2, math.max(att - 1, 0))
   if d > r.cap then d = r.cap end
   return math.floor(math.random() * (d + 1))
@@ -400,6 +424,7 @@ const char* const claim_body = R"lua(
 local limit, horizon, lease, worker = tonumber(ARGV[11]), tonumber(ARGV[12]),
                                       tonumber(ARGV[13]), ARGV[14]
 local now = now_ms()
+seed()
 -- Expired leases first: a prefetched task goes back at its due time (it never started); a
 -- running one has used its attempt: retried now, or dead when it was the last.
 local expired = redis.call('ZRANGEBYSCORE', KL, '-inf', fmt(now), 'LIMIT', 0, 64)
@@ -442,14 +467,14 @@ if limit > 0 then
     local za, ha = {}, {}
     for i = 1, #ids, 2 do
       local id, due = ids[i], tonumber(ids[i + 1])
-      local r = read_rec(bkey(id), id)
+      local r, rn = read_rec(bkey(id), id)
       if r then
         local tok = token(now)
         local att = r.att + 1
         za[#za + 1] = fmt(math.max(due, now) + lease)
         za[#za + 1] = id
         ha[#ha + 1] = id
-        ha[#ha + 1] = kk_encode({st = PREFETCHED, due = due, att = att, started = 0,
+        ha[#ha + 1] = kk_encode({st = PREFETCHED, due = due, att = att, started = 0, n = rn,
                                  token = tok, worker = worker})
         out[#out + 1] = id; out[#out + 1] = tok; out[#out + 1] = due; out[#out + 1] = att
         out[#out + 1] = r.payload; out[#out + 1] = r.max; out[#out + 1] = r.base
@@ -470,10 +495,12 @@ return out
 // ARGV[11..]: (id, token) pairs. Returns one letter per lease: r started, s stale, e too early.
 const char* const start_body = R"lua(
 local now = now_ms()
-local res, ha = {}, {}
+local res, ha, ids = {}, {}, {}
+for i = 11, #ARGV, 2 do ids[#ids + 1] = ARGV[i] end
+local cvs = redis.call('HMGET', KK, unpack(ids))
 for i = 11, #ARGV, 2 do
   local id, tok = ARGV[i], ARGV[i + 1]
-  local cv = redis.call('HGET', KK, id)
+  local cv = cvs[(i - 9) / 2]
   local c = cv and kk_decode(cv)
   if not c or c.token ~= tok then
     res[#res + 1] = 's'
@@ -515,10 +542,12 @@ return table.concat(res)
 // ended). One letter per ack: o ok, s stale.
 const char* const ack_body = R"lua(
 local now = now_ms()
-local res, valid, gone = {}, {}, {}
+local res, valid, gone, all = {}, {}, {}, {}
+for i = 11, #ARGV, 7 do all[#all + 1] = ARGV[i] end
+local cvs = redis.call('HMGET', KK, unpack(all))
 for i = 11, #ARGV, 7 do
   local id, tok = ARGV[i], ARGV[i + 1]
-  local cv = redis.call('HGET', KK, id)
+  local cv = cvs[(i - 4) / 7]
   local c = cv and kk_decode(cv)
   if c and c.token == tok and not gone[id] then
     valid[#valid + 1] = {i, c}
@@ -542,8 +571,7 @@ for _, v in ipairs(valid) do
   if ended <= 0 then ended = now end
   local bk = bkey(id)
   if kind == 's' then
-    local head = redis.call('HGET', bk, id)
-    if head then delete_rec(bk, id, string.byte(head, 2)) end
+    delete_rec(bk, id, c.n)
     done_ids[#done_ids + 1] = fmt(now)
     done_ids[#done_ids + 1] = id
     log(id, c.att, c.worker, started, ended, 'success', '')
