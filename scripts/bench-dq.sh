@@ -93,6 +93,13 @@ for n in "${sizes[@]}"; do
 done
 both lateness --n "$late_n" --rate 1000 --payload 100
 run timewheel ceiling --n 100000 --batch 256 --depth 4 --payload 100
+# The store's own measure of its scripts (bench/dq/store_ceiling.cpp, the store's tool).
+store_ceiling_out=""
+if [ "$only" != bullmq ]; then
+  cmake --build "$build" -j"${JOBS:-2}" --target store_ceiling >/dev/null
+  store_ceiling_out=$("$build/bench/dq/store_ceiling" --port "$port" --tasks 100000 \
+    --cycle-tasks 100000 --payload 100 --batch 256)
+fi
 load_after=$(cut -d' ' -f1-3 /proc/loadavg)
 
 bullmq_version=$(node -p 'require("./bench/bullmq/node_modules/bullmq/package.json").version' 2>/dev/null || echo "?")
@@ -177,6 +184,11 @@ print("Redis shares of a core over each drain (Redis CPU seconds / drain seconds
       ", ".join(f"{r['system']} {r['n']:,}×{r['workers']}: {r.get('redis_cpu_share', '?')}"
                 for r in runs if r["case"] == "throughput"))
 EOF
+if [ -n "$store_ceiling_out" ]; then
+  echo
+  echo "bench/dq/store_ceiling (the store's scripts alone, 100,000 tasks, same server):"
+  echo "$store_ceiling_out" | sed 's/^/    /'
+fi
 echo
 echo "every run:"
 cat "$log"

@@ -986,8 +986,7 @@ int worker_main(const options& o) {
     wo.claim.worker = "bench-" + std::to_string(getpid());
     wo.claim.batch = o.batch;
     wo.concurrency = o.concurrency;
-    // A no-op handler in the outcome-returning form (a `void(dq::job)` handler does not
-    // compile with this worker.hpp: wrap() asks invoke_result<Handler&, const job&> first).
+    // A no-op handler: it returns its outcome, which the worker reports.
     dq::worker w(counted, wo, [&](const dq::job& j) -> dq::outcome {
         const double now = wall_ms();
         if (first_start == 0) {
@@ -1027,10 +1026,8 @@ int worker_main(const options& o) {
                                     ? static_cast<double>(allocs - allocs_at_warm) /
                                           static_cast<double>(counted.acked - acked_at_warm)
                                     : -1;
-        // Every task the parent waited for is acknowledged: report and leave. No graceful
-        // stop: with Boost 1.81, worker::async_stop recurses without end (the move
-        // assignment of a non-empty any_completion_handler wraps it in itself, see
-        // boost/asio/any_completion_handler.hpp), so the process ends here instead.
+        // Every task the parent waited for is acknowledged: report and leave (nothing is
+        // held that a graceful stop would have to give back or finish).
         {
             for (std::size_t i = 0; i < late.size(); i += 512) {
                 std::printf("late");
