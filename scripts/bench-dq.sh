@@ -161,7 +161,7 @@ for n in sizes:
         a = get("timewheel", "throughput", n=n, workers=w)
         b = get("bullmq", "throughput", n=n, workers=w)
         if a or b:
-            row(f"Redis CPU per task over the drain, {n:,}, {w} worker{'s' if w > 1 else ''}: µs (share of a core)",
+            row(f"Redis CPU per task over the drain, {n:,}, {w} worker{'s' if w > 1 else ''}: µs",
                 field(a, "redis_cpu_us_per_task"), field(b, "redis_cpu_us_per_task"), 1, "lower")
 for n in sizes:
     for w in (1, 2):
