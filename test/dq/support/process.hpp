@@ -77,10 +77,10 @@ struct faketime_available {
 class child_process {
 public:
     struct options {
-        std::vector<std::string> argv;  ///< argv[0] is the program's path
-        std::filesystem::path output;   ///< stdout and stderr go here (appended)
-        std::string faketime;           ///< when set, e.g. "+30s": run with this clock skew
-        std::vector<std::string> env{}; ///< extra "NAME=value" entries
+        std::vector<std::string> argv{}; ///< argv[0] is the program's path
+        std::filesystem::path output{};  ///< stdout and stderr go here (appended)
+        std::string faketime{};          ///< when set, e.g. "+30s": run with this clock skew
+        std::vector<std::string> env{};  ///< extra "NAME=value" entries
     };
 
     explicit child_process(options opt)
