@@ -193,6 +193,41 @@ enum class ack_result : std::uint8_t {
     stale, ///< the token is no longer the task's: nothing changed (fencing)
 };
 
+/// The lower-case names of the results ("created", "not_found", "too_early", "stale"...), and
+/// the retry policy as "{attempts, base ms, cap ms}", for logs and test messages.
+constexpr const char* to_string(submit_result r) noexcept {
+    constexpr const char* names[] = {"created", "exists", "replaced"};
+    return names[static_cast<int>(r)];
+}
+constexpr const char* to_string(cancel_result r) noexcept {
+    constexpr const char* names[] = {"cancelled", "not_found", "too_late"};
+    return names[static_cast<int>(r)];
+}
+constexpr const char* to_string(start_result r) noexcept {
+    constexpr const char* names[] = {"started", "stale", "too_early"};
+    return names[static_cast<int>(r)];
+}
+constexpr const char* to_string(ack_result r) noexcept {
+    constexpr const char* names[] = {"ok", "stale"};
+    return names[static_cast<int>(r)];
+}
+inline std::ostream& operator<<(std::ostream& os, submit_result r) {
+    return os << to_string(r);
+}
+inline std::ostream& operator<<(std::ostream& os, cancel_result r) {
+    return os << to_string(r);
+}
+inline std::ostream& operator<<(std::ostream& os, start_result r) {
+    return os << to_string(r);
+}
+inline std::ostream& operator<<(std::ostream& os, ack_result r) {
+    return os << to_string(r);
+}
+inline std::ostream& operator<<(std::ostream& os, const retry_policy& p) {
+    return os << '{' << p.max_attempts << ", " << p.base.count() << " ms, " << p.cap.count()
+              << " ms}";
+}
+
 } // namespace timewheel::dq
 
 #endif // TIMEWHEEL_DQ_TASK_HPP

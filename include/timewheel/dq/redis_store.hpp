@@ -1,0 +1,158 @@
+//
+// timewheel/dq/redis_store.hpp
+//
+// The durable queue's store on Redis: standalone (redis::connection) or Cluster
+// (redis::cluster), every operation one atomic Lua script per shard, the store's clock only.
+//
+// Layout (docs/dq.md has the figures and the reasons). A queue named Q has S shards; a task
+// with id X lives in shard hash(X) mod S, and every key of shard s carries the hash tag
+// {Q:s}, so that each script touches one Cluster slot:
+//
+//   {Q:s}:d      ZSET  id -> due ms           delayed (and waiting for a retry)
+//   {Q:s}:l      ZSET  id -> lease expiry ms  claimed (prefetched or running)
+//   {Q:s}:k      HASH  id -> token, due, state, attempt, worker   (claimed tasks only)
+//   {Q:s}:t:<b>  HASH  id -> record, in chunks of at most 64 bytes, b = hash(X) / S mod B
+//                      (small hashes of B buckets stay in Redis's compact listpack encoding)
+//   {Q:s}:done   ZSET  id -> time             finished and cancelled, trimmed by age and count
+//   {Q:s}:dead   ZSET  id -> time             dead letters, trimmed by age and count
+//   {Q:s}:log    STREAM                       one entry per attempt, MAXLEN ~
+//   {Q}:config   HASH  shards, buckets        fixed at first use
+//
+// hash() is djb2 over the id's bytes modulo 2^32 (h = 5381; h = h * 33 + byte), the same in
+// C++ and in the scripts: redis_store::shard_of() gives it.
+//
+#ifndef TIMEWHEEL_DQ_REDIS_STORE_HPP
+#define TIMEWHEEL_DQ_REDIS_STORE_HPP
+
+#include <timewheel/dq/store.hpp>
+
+#include <timewheel/redis/cluster_config.hpp>
+#include <timewheel/redis/config.hpp>
+
+#include <chrono>
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <string_view>
+
+namespace timewheel::dq {
+
+/// The settings of a dq::redis_store.
+struct redis_store_options {
+    /// The queue's name: the prefix of its keys and of its wake-up channel (`<name>:wake`).
+    /// Must not contain `{` or `}`.
+    std::string name = "dq";
+
+    /// Shards (1..16384). Written to the queue's config key at first use; a store opened
+    /// later with another count fails every operation with dq::error::not_configured.
+    std::size_t shards = 64;
+
+    /// Record buckets per shard (1..65536), fixed with the shard count. Each bucket is a
+    /// small hash; Redis keeps it compact (listpack) while it holds fewer fields than its
+    /// hash-max-listpack-entries (128 by default; a task takes one field per 64 bytes of
+    /// record). 1024 keeps 1M tasks of 100-byte payloads compact with 64 shards.
+    std::size_t buckets = 1024;
+
+    /// What the store accepts.
+    dq::limits limits;
+
+    /// Finished and cancelled tasks are remembered (so that a re-submit answers `exists`) for
+    /// this long, and at most `done_max` per shard.
+    duration done_retention = std::chrono::hours(24 * 7);
+    std::size_t done_max = 100000;
+
+    /// Dead letters are kept this long, and at most `dead_max` per shard.
+    duration dead_retention = std::chrono::hours(24 * 30);
+    std::size_t dead_max = 100000;
+
+    /// The execution log keeps about this many entries per shard (XADD MAXLEN ~).
+    std::size_t log_maxlen = 1000;
+};
+
+namespace detail {
+class redis_store_impl;
+} // namespace detail
+
+/// A dq::store on Redis, standalone or Cluster.
+/**
+ * @code
+ * boost::asio::io_context io;
+ * dq::redis_store store(io.get_executor(), redis::config{.port = 6379}, {.name = "mail"});
+ * dq::queue q(store);
+ * q.async_submit({.id = "welcome:42", .due = 30s, .payload = body}, handler);
+ * @endcode
+ *
+ * Every operation is one round trip (one script per shard concerned) and atomic per task.
+ * Errors: bad input fails with the dq::error naming it before anything is sent; Redis out of
+ * memory (maxmemory with noeviction) fails a write with dq::error::store_full and writes
+ * nothing; a transport failure keeps its redis::error code (request_timeout after the
+ * config's request_timeout when the server is unreachable).
+ *
+ * Ids must not contain NUL bytes (dq::error::invalid_id): the record's chunks are keyed on
+ * `id NUL n`.
+ *
+ * @par Thread Safety
+ * @e Distinct @e objects: Safe.@n
+ * @e Shared @e objects: Unsafe. Use from the executor only.
+ */
+class redis_store final : public store {
+public:
+    /// A store on one Redis server.
+    redis_store(const executor_type& ex, redis::config cfg, redis_store_options opt = {});
+
+    /// A store on a Redis Cluster.
+    redis_store(const executor_type& ex, redis::cluster_config cfg, redis_store_options opt = {});
+
+    /// Closes the connections: outstanding operations complete with redis::error::closed.
+    ~redis_store() override;
+
+    redis_store(const redis_store&) = delete;
+    redis_store& operator=(const redis_store&) = delete;
+
+    /// The options as given.
+    const redis_store_options& options() const noexcept;
+
+    /// The shard of an id: djb2(id) mod shards.
+    std::size_t shard_of(std::string_view id) const noexcept;
+
+    /// djb2 of the id's bytes, modulo 2^32 (the scripts compute the same).
+    static std::uint32_t hash(std::string_view id) noexcept;
+
+    /// Closes the connections and the wake-up subscription.
+    void close();
+
+    executor_type get_executor() const override;
+    const dq::limits& get_limits() const noexcept override;
+
+    void submit(task t,
+                handler<void(boost::system::error_code, submit_result, std::string)> h) override;
+    void cancel(std::string id, handler<void(boost::system::error_code, cancel_result)> h) override;
+    void reschedule(std::string id, due_time due,
+                    handler<void(boost::system::error_code)> h) override;
+    void status(std::string id, handler<void(boost::system::error_code, task_status)> h) override;
+    void list_dead(std::string cursor, std::size_t count,
+                   handler<void(boost::system::error_code, dead_page)> h) override;
+    void requeue_dead(std::string id, due_time due,
+                      handler<void(boost::system::error_code)> h) override;
+    void delete_dead(std::string id, handler<void(boost::system::error_code)> h) override;
+    void claim(const claim_options& opt,
+               handler<void(boost::system::error_code, claim_result)> h) override;
+    void start(std::vector<lease_ref> leases,
+               handler<void(boost::system::error_code, std::vector<start_result>)> h) override;
+    void renew(std::vector<lease_ref> leases, duration lease,
+               handler<void(boost::system::error_code, std::vector<ack_result>)> h) override;
+    void acknowledge(std::vector<ack> acks,
+                     handler<void(boost::system::error_code, std::vector<ack_result>)> h) override;
+    void release(std::vector<lease_ref> leases,
+                 handler<void(boost::system::error_code)> h) override;
+    void wait_wakeup(handler<void(boost::system::error_code, time_point)> h) override;
+    void now(handler<void(boost::system::error_code, time_point)> h) override;
+
+private:
+    std::shared_ptr<detail::redis_store_impl> impl_;
+};
+
+} // namespace timewheel::dq
+
+#endif // TIMEWHEEL_DQ_REDIS_STORE_HPP

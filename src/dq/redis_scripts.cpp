@@ -1,0 +1,638 @@
+//
+// src/dq/redis_scripts.cpp
+//
+// The Lua scripts of dq::redis_store. docs/dq.md explains the layout; the keys and leading
+// arguments are in include/timewheel/dq/detail/redis_scripts.hpp.
+//
+// A record (the task's request and its slow-changing state) is one string:
+//   byte 1   flags: bits 0-2 state (0 pending, 4 dead, 5 cancelled), bit 3 a retry policy
+//            other than the default follows, bit 4 an attempt count follows, bit 5 an error
+//   byte 2   the number of 64-byte chunks it is stored in (1 when stored whole)
+//   I6 created, I6 updated, [I4 max_attempts, I6 base, I6 cap], [I4 attempt],
+//   [I2 length, error], payload
+// It is kept in chunks of at most 64 bytes (Redis's hash-max-listpack-value), fields `id` and
+// `id NUL <k-1>`, so that the bucket hash stays a listpack; a record over 8 chunks is stored
+// whole. A claimed task's fast-changing state (token, due, prefetched/running, attempt,
+// worker) is in {Q:s}:k instead, so that claim, start and ack never rewrite a record on the
+// way to success.
+//
+// Writes under OOM: Redis refuses a script's first write command that may grow memory
+// (deny-oom) when over maxmemory, and lets the rest of the script run once it has written.
+// So every script either starts with such a write (submit: the record's HSET) and fails
+// whole, or starts with a deletion (cancel, ack, claim) and then completes.
+//
+
+#include <timewheel/dq/detail/redis_scripts.hpp>
+
+#include <string>
+
+namespace timewheel::dq::detail::scripts {
+
+namespace {
+
+const char* const prelude = R"lua(
+local P, S, B, CHAN = ARGV[1], tonumber(ARGV[2]), tonumber(ARGV[3]), ARGV[4]
+local DONE_MAX, DONE_AGE = tonumber(ARGV[5]), tonumber(ARGV[6])
+local DEAD_MAX, DEAD_AGE = tonumber(ARGV[7]), tonumber(ARGV[8])
+local LOG_MAX, MAX_DUE = ARGV[9], tonumber(ARGV[10])
+local KD, KL, KK, KDONE, KDEAD, KLOG = KEYS[1], KEYS[2], KEYS[3], KEYS[4], KEYS[5], KEYS[6]
+local CHUNK, MAXCHUNKS = 64, 8
+local DEF_MAX, DEF_BASE, DEF_CAP = 5, 1000, 600000
+local PENDING, DEAD, CANCELLED = 0, 4, 5
+local PREFETCHED, RUNNING = 1, 2
+
+local function fmt(n) return string.format('%.0f', n) end
+
+local USEC = 0
+local function now_ms()
+  local t = redis.call('TIME')
+  USEC = tonumber(t[2])
+  math.randomseed((tonumber(t[1]) % 2000) * 1000000 + USEC)
+  return tonumber(t[1]) * 1000 + math.floor(USEC / 1000)
+end
+
+local function hash(id)
+  local h = 5381
+  for i = 1, #id do h = (h * 33 + string.byte(id, i)) % 4294967296 end
+  return h
+end
+local function bkey(id) return P .. 't:' .. (math.floor(hash(id) / S) % B) end
+local function chunk_name(id, k) return id .. '\0' .. string.char(k - 1) end
+
+local function decode(s)
+  local f = string.byte(s, 1)
+  local r = {st = f % 8}
+  local pos
+  r.created, r.updated, pos = struct.unpack('>I6I6', s, 3)
+  if bit.band(f, 8) ~= 0 then
+    r.max, r.base, r.cap, pos = struct.unpack('>I4I6I6', s, pos)
+  else
+    r.max, r.base, r.cap = DEF_MAX, DEF_BASE, DEF_CAP
+  end
+  r.att = 0
+  if bit.band(f, 16) ~= 0 then r.att, pos = struct.unpack('>I4', s, pos) end
+  r.err = ''
+  if bit.band(f, 32) ~= 0 then
+    local n
+    n, pos = struct.unpack('>I2', s, pos)
+    r.err = string.sub(s, pos, pos + n - 1)
+    pos = pos + n
+  end
+  r.payload = string.sub(s, pos)
+  return r
+end
+
+local function encode(r)
+  local f = r.st
+  local parts = {struct.pack('>I6I6', r.created, r.updated)}
+  if r.max ~= DEF_MAX or r.base ~= DEF_BASE or r.cap ~= DEF_CAP then
+    f = f + 8
+    parts[#parts + 1] = struct.pack('>I4I6I6', r.max, r.base, r.cap)
+  end
+  if r.att > 0 then
+    f = f + 16
+    parts[#parts + 1] = struct.pack('>I4', r.att)
+  end
+  if #r.err > 0 then
+    f = f + 32
+    parts[#parts + 1] = struct.pack('>I2', #r.err) .. r.err
+  end
+  parts[#parts + 1] = r.payload
+  local body = table.concat(parts)
+  local n = math.ceil((#body + 2) / CHUNK)
+  if n > MAXCHUNKS then n = 1 end
+  return string.char(f, n) .. body, n
+end
+
+local function read_rec(bk, id)
+  local v = redis.call('HMGET', bk, id, chunk_name(id, 2))
+  local head = v[1]
+  if not head then return nil, 0 end
+  local n = string.byte(head, 2)
+  if n == 1 then return decode(head), 1 end
+  local parts = {head, v[2] or ''}
+  if n > 2 then
+    local names = {}
+    for k = 3, n do names[#names + 1] = chunk_name(id, k) end
+    local more = redis.call('HMGET', bk, unpack(names))
+    for j = 1, #more do parts[#parts + 1] = more[j] or '' end
+  end
+  return decode(table.concat(parts)), n
+end
+
+local function write_rec(bk, id, r, old_n)
+  local s, n = encode(r)
+  if n == 1 then
+    redis.call('HSET', bk, id, s)
+  else
+    local args = {}
+    for k = 1, n do
+      if k == 1 then args[#args + 1] = id else args[#args + 1] = chunk_name(id, k) end
+      args[#args + 1] = string.sub(s, (k - 1) * CHUNK + 1, k * CHUNK)
+    end
+    redis.call('HSET', bk, unpack(args))
+  end
+  if old_n > n then
+    local d = {}
+    for k = n + 1, old_n do d[#d + 1] = chunk_name(id, k) end
+    redis.call('HDEL', bk, unpack(d))
+  end
+end
+
+local function delete_rec(bk, id, n)
+  local d = {id}
+  for k = 2, n do d[#d + 1] = chunk_name(id, k) end
+  redis.call('HDEL', bk, unpack(d))
+end
+
+-- A claimed task's state in KK: state, due, attempt, started, token, worker.
+local function kk_decode(v)
+  local st, due, att, started, tl, pos = struct.unpack('>BI6I4I6B', v)
+  return {st = st, due = due, att = att, started = started,
+          token = string.sub(v, pos, pos + tl - 1), worker = string.sub(v, pos + tl)}
+end
+local function kk_encode(c)
+  return struct.pack('>BI6I4I6B', c.st, c.due, c.att, c.started, #c.token) .. c.token .. c.worker
+end
+
+local function token(now)
+  return string.format('%06x%07x%07x', now % 16777216, math.random(0, 268435455),
+                       math.random(0, 268435455))
+end
+
+-- Publishes a wake-up when one of `ids` is now the shard's earliest delayed task.
+local function wake_if_head(ids)
+  local h = redis.call('ZRANGE', KD, 0, 0, 'WITHSCORES')
+  if h[1] and ids[h[1]] then redis.call('PUBLISH', CHAN, h[2]) end
+end
+
+local function due_from(kind, value, now)
+  local due = tonumber(value)
+  if kind == 'r' then due = now + due end
+  if due < 0 or due > MAX_DUE then return nil end
+  return due
+end
+
+local function log(id, att, worker, started, ended, outcome, err)
+  redis.call('XADD', KLOG, 'MAXLEN', '~', LOG_MAX, '*', 'i', id, 'a', att, 'w', worker,
+             's', fmt(started), 'e', fmt(ended), 'o', outcome, 'r', err)
+end
+
+-- Forgets the oldest entries of a done or dead set beyond its age or count (bounded work).
+local function trim(key, maxn, age, now)
+  local victims = redis.call('ZRANGEBYSCORE', key, '-inf', fmt(now - age), 'LIMIT', 0, 32)
+  local over = redis.call('ZCARD', key) - #victims - maxn
+  if over > 0 then
+    local more = redis.call('ZRANGE', key, #victims, #victims + math.min(over, 32) - 1)
+    for _, v in ipairs(more) do victims[#victims + 1] = v end
+  end
+  if #victims == 0 then return end
+  for _, v in ipairs(victims) do
+    local bk = bkey(v)
+    local head = redis.call('HGET', bk, v)
+    if head then delete_rec(bk, v, string.byte(head, 2)) end
+  end
+  redis.call('ZREM', key, unpack(victims))
+end
+
+-- The retry delay after attempt `att` failed: uniform in [0, min(cap, base * 2^(att-1))].
+local function backoff(r, att)
+  local d = r.base * math.pow(2, math.max(att - 1, 0))
+  if d > r.cap then d = r.cap end
+  return math.floor(math.random() * (d + 1))
+end
+
+local function die(bk, id, r, n, now)
+  r.st = DEAD
+  write_rec(bk, id, r, n)
+  redis.call('ZADD', KDEAD, fmt(now), id)
+end
+)lua";
+
+// ARGV[11..]: id, kind ('a' absolute, 'r' relative), due ms, payload, max_attempts, base, cap,
+// replace ('1'). Returns created | exists | replaced.
+const char* const submit_body = R"lua(
+local id, payload, replace = ARGV[11], ARGV[14], ARGV[18] == '1'
+local now = now_ms()
+local due = due_from(ARGV[12], ARGV[13], now)
+if not due then return redis.error_reply('DQ due_out_of_range') end
+local bk = bkey(id)
+local r, n = read_rec(bk, id)
+if r then
+  if replace and r.st == PENDING and redis.call('HEXISTS', KK, id) == 0 then
+    r.payload = payload
+    r.updated = now
+    write_rec(bk, id, r, n)
+    redis.call('ZADD', KD, fmt(due), id)
+    wake_if_head({[id] = true})
+    return 'replaced'
+  end
+  return 'exists'
+end
+if redis.call('ZSCORE', KDONE, id) then return 'exists' end
+write_rec(bk, id, {st = PENDING, created = now, updated = now, max = tonumber(ARGV[15]),
+                   base = tonumber(ARGV[16]), cap = tonumber(ARGV[17]), att = 0, err = '',
+                   payload = payload}, 0)
+redis.call('ZADD', KD, fmt(due), id)
+wake_if_head({[id] = true})
+return 'created'
+)lua";
+
+// ARGV[11]: id. Returns cancelled | not_found | too_late.
+const char* const cancel_body = R"lua(
+local id = ARGV[11]
+local now = now_ms()
+local bk = bkey(id)
+local r, n = read_rec(bk, id)
+if not r then
+  if redis.call('ZSCORE', KDONE, id) then return 'too_late' end
+  return 'not_found'
+end
+if r.st ~= PENDING then return 'too_late' end
+local cv = redis.call('HGET', KK, id)
+if cv then
+  local c = kk_decode(cv)
+  if c.st == RUNNING then return 'too_late' end
+  redis.call('HDEL', KK, id)
+  redis.call('ZREM', KL, id)
+else
+  redis.call('ZREM', KD, id)
+end
+r.st = CANCELLED
+r.updated = now
+r.payload = ''
+write_rec(bk, id, r, n)
+redis.call('ZADD', KDONE, fmt(now), id)
+trim(KDONE, DONE_MAX, DONE_AGE, now)
+return 'cancelled'
+)lua";
+
+// ARGV[11..13]: id, kind, due. Returns 'ok' or an error reply.
+const char* const reschedule_body = R"lua(
+local id = ARGV[11]
+local now = now_ms()
+local due = due_from(ARGV[12], ARGV[13], now)
+if not due then return redis.error_reply('DQ due_out_of_range') end
+local bk = bkey(id)
+local r, n = read_rec(bk, id)
+if not r then
+  if redis.call('ZSCORE', KDONE, id) then return redis.error_reply('DQ wrong_state') end
+  return redis.error_reply('DQ not_found')
+end
+if r.st ~= PENDING then return redis.error_reply('DQ wrong_state') end
+local cv = redis.call('HGET', KK, id)
+if cv then
+  if kk_decode(cv).st == RUNNING then return redis.error_reply('DQ wrong_state') end
+  redis.call('HDEL', KK, id)
+  redis.call('ZREM', KL, id)
+end
+redis.call('ZADD', KD, fmt(due), id)
+r.updated = now
+write_rec(bk, id, r, n)
+wake_if_head({[id] = true})
+return 'ok'
+)lua";
+
+// ARGV[11]: id. Returns {state, attempt, due, created, updated, max, base, cap, error,
+// payload, then per log entry: attempt, worker, started, ended, outcome, error}.
+const char* const status_body = R"lua(
+local id = ARGV[11]
+local bk = bkey(id)
+local r = read_rec(bk, id)
+local out
+if not r then
+  local done = redis.call('ZSCORE', KDONE, id)
+  if not done then return redis.error_reply('DQ not_found') end
+  out = {'finished', 0, 0, 0, tonumber(done), DEF_MAX, DEF_BASE, DEF_CAP, '', ''}
+else
+  local state, att, due = 'delayed', r.att, 0
+  if r.st == DEAD then
+    state = 'dead'
+  elseif r.st == CANCELLED then
+    state = 'cancelled'
+  else
+    local cv = redis.call('HGET', KK, id)
+    if cv then
+      local c = kk_decode(cv)
+      due = c.due
+      if c.st == RUNNING then state = 'running'; att = c.att else state = 'prefetched' end
+    else
+      due = tonumber(redis.call('ZSCORE', KD, id) or 0)
+    end
+  end
+  out = {state, att, due, r.created, r.updated, r.max, r.base, r.cap, r.err, r.payload}
+end
+for _, e in ipairs(redis.call('XRANGE', KLOG, '-', '+')) do
+  local f = e[2]
+  local m = {}
+  for i = 1, #f, 2 do m[f[i]] = f[i + 1] end
+  if m.i == id then
+    out[#out + 1] = tonumber(m.a); out[#out + 1] = m.w; out[#out + 1] = tonumber(m.s)
+    out[#out + 1] = tonumber(m.e); out[#out + 1] = m.o; out[#out + 1] = m.r
+  end
+end
+return out
+)lua";
+
+// ARGV[11..13]: after_id ("" from the start), after_score, count. Entries in death order
+// after (after_score, after_id): flat id, died, attempt, error.
+const char* const list_dead_body = R"lua(
+local after, count = ARGV[11], tonumber(ARGV[13])
+local ids
+if after ~= '' and redis.call('ZSCORE', KDEAD, after) then
+  local rank = redis.call('ZRANK', KDEAD, after)
+  ids = redis.call('ZRANGE', KDEAD, rank + 1, rank + count, 'WITHSCORES')
+elseif after ~= '' then
+  ids = redis.call('ZRANGE', KDEAD, '(' .. ARGV[12], '+inf', 'BYSCORE', 'LIMIT', 0, count,
+                   'WITHSCORES')
+else
+  ids = redis.call('ZRANGE', KDEAD, 0, count - 1, 'WITHSCORES')
+end
+local out = {}
+for i = 1, #ids, 2 do
+  local id = ids[i]
+  local r = read_rec(bkey(id), id)
+  out[#out + 1] = id
+  out[#out + 1] = tonumber(ids[i + 1])
+  out[#out + 1] = r and r.att or 0
+  out[#out + 1] = r and r.err or ''
+end
+return out
+)lua";
+
+// ARGV[11..13]: id, kind, due.
+const char* const requeue_dead_body = R"lua(
+local id = ARGV[11]
+local now = now_ms()
+local due = due_from(ARGV[12], ARGV[13], now)
+if not due then return redis.error_reply('DQ due_out_of_range') end
+if not redis.call('ZSCORE', KDEAD, id) then return redis.error_reply('DQ not_found') end
+local bk = bkey(id)
+local r, n = read_rec(bk, id)
+if not r then
+  redis.call('ZREM', KDEAD, id)
+  return redis.error_reply('DQ not_found')
+end
+r.st = PENDING
+r.att = 0
+r.err = ''
+r.updated = now
+write_rec(bk, id, r, n)
+redis.call('ZREM', KDEAD, id)
+redis.call('ZADD', KD, fmt(due), id)
+wake_if_head({[id] = true})
+return 'ok'
+)lua";
+
+// ARGV[11]: id.
+const char* const delete_dead_body = R"lua(
+local id = ARGV[11]
+if redis.call('ZREM', KDEAD, id) == 0 then return redis.error_reply('DQ not_found') end
+local bk = bkey(id)
+local head = redis.call('HGET', bk, id)
+if head then delete_rec(bk, id, string.byte(head, 2)) end
+return 'ok'
+)lua";
+
+// ARGV[11..14]: limit, horizon ms, lease ms, worker. Returns {server time, next due or -1,
+// then per task: id, token, due, attempt, payload, max, base, cap}.
+const char* const claim_body = R"lua(
+local limit, horizon, lease, worker = tonumber(ARGV[11]), tonumber(ARGV[12]),
+                                      tonumber(ARGV[13]), ARGV[14]
+local now = now_ms()
+-- Expired leases first: a prefetched task goes back at its due time (it never started); a
+-- running one has used its attempt: retried now, or dead when it was the last.
+local expired = redis.call('ZRANGEBYSCORE', KL, '-inf', fmt(now), 'LIMIT', 0, 64)
+if #expired > 0 then
+  local cvs = redis.call('HMGET', KK, unpack(expired))
+  redis.call('HDEL', KK, unpack(expired))
+  redis.call('ZREM', KL, unpack(expired))
+  local woke = {}
+  for i, id in ipairs(expired) do
+    if cvs[i] then
+      local c = kk_decode(cvs[i])
+      if c.st == RUNNING then
+        local bk = bkey(id)
+        local r, n = read_rec(bk, id)
+        if r then
+          r.att = c.att
+          r.updated = now
+          r.err = 'lease expired'
+          log(id, c.att, c.worker, c.started, now, 'lease_expired', '')
+          if c.att >= r.max then
+            die(bk, id, r, n, now)
+          else
+            write_rec(bk, id, r, n)
+            redis.call('ZADD', KD, fmt(now), id)
+          end
+        end
+      else
+        redis.call('ZADD', KD, fmt(c.due), id)
+      end
+    end
+  end
+end
+local out = {now, -1}
+if limit > 0 then
+  local ids = redis.call('ZRANGEBYSCORE', KD, '-inf', fmt(now + horizon), 'WITHSCORES',
+                         'LIMIT', 0, limit)
+  local count = #ids / 2
+  if count > 0 then
+    redis.call('ZREMRANGEBYRANK', KD, 0, count - 1)
+    local za, ha = {}, {}
+    for i = 1, #ids, 2 do
+      local id, due = ids[i], tonumber(ids[i + 1])
+      local r = read_rec(bkey(id), id)
+      if r then
+        local tok = token(now)
+        local att = r.att + 1
+        za[#za + 1] = fmt(math.max(due, now) + lease)
+        za[#za + 1] = id
+        ha[#ha + 1] = id
+        ha[#ha + 1] = kk_encode({st = PREFETCHED, due = due, att = att, started = 0,
+                                 token = tok, worker = worker})
+        out[#out + 1] = id; out[#out + 1] = tok; out[#out + 1] = due; out[#out + 1] = att
+        out[#out + 1] = r.payload; out[#out + 1] = r.max; out[#out + 1] = r.base
+        out[#out + 1] = r.cap
+      end
+    end
+    if #za > 0 then
+      redis.call('ZADD', KL, unpack(za))
+      redis.call('HSET', KK, unpack(ha))
+    end
+  end
+end
+local h = redis.call('ZRANGE', KD, 0, 0, 'WITHSCORES')
+if h[2] then out[2] = tonumber(h[2]) end
+return out
+)lua";
+
+// ARGV[11..]: (id, token) pairs. Returns one letter per lease: r started, s stale, e too early.
+const char* const start_body = R"lua(
+local now = now_ms()
+local res, ha = {}, {}
+for i = 11, #ARGV, 2 do
+  local id, tok = ARGV[i], ARGV[i + 1]
+  local cv = redis.call('HGET', KK, id)
+  local c = cv and kk_decode(cv)
+  if not c or c.token ~= tok then
+    res[#res + 1] = 's'
+  elseif c.due > now then
+    res[#res + 1] = 'e'
+  else
+    if c.st ~= RUNNING then
+      c.st = RUNNING
+      c.started = now
+      ha[#ha + 1] = id
+      ha[#ha + 1] = kk_encode(c)
+    end
+    res[#res + 1] = 'r'
+  end
+end
+if #ha > 0 then redis.call('HSET', KK, unpack(ha)) end
+return table.concat(res)
+)lua";
+
+// ARGV[11]: lease ms; ARGV[12..]: (id, token) pairs. One letter per lease: o ok, s stale.
+const char* const renew_body = R"lua(
+local now = now_ms()
+local lease = tonumber(ARGV[11])
+local res = {}
+for i = 12, #ARGV, 2 do
+  local id, tok = ARGV[i], ARGV[i + 1]
+  local cv = redis.call('HGET', KK, id)
+  if cv and kk_decode(cv).token == tok then
+    redis.call('ZADD', KL, 'XX', fmt(now + lease), id)
+    res[#res + 1] = 'o'
+  else
+    res[#res + 1] = 's'
+  end
+end
+return table.concat(res)
+)lua";
+
+// ARGV[11..]: groups of (id, token, kind s|r|f, retry_after ms or -1, error, started,
+// ended). One letter per ack: o ok, s stale.
+const char* const ack_body = R"lua(
+local now = now_ms()
+local res, valid, gone = {}, {}, {}
+for i = 11, #ARGV, 7 do
+  local id, tok = ARGV[i], ARGV[i + 1]
+  local cv = redis.call('HGET', KK, id)
+  local c = cv and kk_decode(cv)
+  if c and c.token == tok and not gone[id] then
+    valid[#valid + 1] = {i, c}
+    gone[id] = true
+    res[#res + 1] = 'o'
+  else
+    res[#res + 1] = 's'
+  end
+end
+if #valid == 0 then return table.concat(res) end
+local ids = {}
+for _, v in ipairs(valid) do ids[#ids + 1] = ARGV[v[1]] end
+redis.call('HDEL', KK, unpack(ids))
+redis.call('ZREM', KL, unpack(ids))
+local done_ids, woke, any_dead = {}, {}, false
+for _, v in ipairs(valid) do
+  local i, c = v[1], v[2]
+  local id, kind, after, err = ARGV[i], ARGV[i + 2], tonumber(ARGV[i + 3]), ARGV[i + 4]
+  local started, ended = tonumber(ARGV[i + 5]), tonumber(ARGV[i + 6])
+  if started <= 0 then started = c.started end
+  if ended <= 0 then ended = now end
+  local bk = bkey(id)
+  if kind == 's' then
+    local head = redis.call('HGET', bk, id)
+    if head then delete_rec(bk, id, string.byte(head, 2)) end
+    done_ids[#done_ids + 1] = fmt(now)
+    done_ids[#done_ids + 1] = id
+    log(id, c.att, c.worker, started, ended, 'success', '')
+  else
+    local r, n = read_rec(bk, id)
+    if r then
+      r.att = c.att
+      r.err = err
+      r.updated = now
+      if kind == 'f' then
+        log(id, c.att, c.worker, started, ended, 'failure', err)
+        die(bk, id, r, n, now)
+        any_dead = true
+      else
+        log(id, c.att, c.worker, started, ended, 'retry', err)
+        if c.att >= r.max then
+          die(bk, id, r, n, now)
+          any_dead = true
+        else
+          local delay = after
+          if delay < 0 then delay = backoff(r, c.att) end
+          write_rec(bk, id, r, n)
+          redis.call('ZADD', KD, fmt(now + delay), id)
+          woke[id] = true
+        end
+      end
+    end
+  end
+end
+if #done_ids > 0 then
+  redis.call('ZADD', KDONE, unpack(done_ids))
+  trim(KDONE, DONE_MAX, DONE_AGE, now)
+end
+if any_dead then trim(KDEAD, DEAD_MAX, DEAD_AGE, now) end
+if next(woke) then wake_if_head(woke) end
+return table.concat(res)
+)lua";
+
+// ARGV[11..]: (id, token) pairs of prefetched tasks, delayed again at their due time.
+const char* const release_body = R"lua(
+local res, woke = {}, {}
+for i = 11, #ARGV, 2 do
+  local id, tok = ARGV[i], ARGV[i + 1]
+  local cv = redis.call('HGET', KK, id)
+  local c = cv and kk_decode(cv)
+  if c and c.token == tok and c.st == PREFETCHED then
+    redis.call('HDEL', KK, id)
+    redis.call('ZREM', KL, id)
+    redis.call('ZADD', KD, fmt(c.due), id)
+    woke[id] = true
+    res[#res + 1] = 'o'
+  else
+    res[#res + 1] = 's'
+  end
+end
+if next(woke) then wake_if_head(woke) end
+return table.concat(res)
+)lua";
+
+const char* const config_body = R"lua(
+local s = redis.call('HGET', KEYS[1], 'shards')
+if not s then
+  redis.call('HSET', KEYS[1], 'shards', ARGV[1], 'buckets', ARGV[2], 'version', '1')
+  return 1
+end
+if s ~= ARGV[1] or redis.call('HGET', KEYS[1], 'buckets') ~= ARGV[2] then return 0 end
+return 1
+)lua";
+
+redis::script make(const char* body) {
+    return redis::script(std::string(prelude) + body);
+}
+
+} // namespace
+
+// clang-format off
+const redis::script& config() { static const redis::script s{config_body}; return s; }
+const redis::script& submit() { static const redis::script s = make(submit_body); return s; }
+const redis::script& cancel() { static const redis::script s = make(cancel_body); return s; }
+const redis::script& reschedule() { static const redis::script s = make(reschedule_body); return s; }
+const redis::script& status() { static const redis::script s = make(status_body); return s; }
+const redis::script& list_dead() { static const redis::script s = make(list_dead_body); return s; }
+const redis::script& requeue_dead() { static const redis::script s = make(requeue_dead_body); return s; }
+const redis::script& delete_dead() { static const redis::script s = make(delete_dead_body); return s; }
+const redis::script& claim() { static const redis::script s = make(claim_body); return s; }
+const redis::script& start() { static const redis::script s = make(start_body); return s; }
+const redis::script& renew() { static const redis::script s = make(renew_body); return s; }
+const redis::script& ack() { static const redis::script s = make(ack_body); return s; }
+const redis::script& release() { static const redis::script s = make(release_body); return s; }
+// clang-format on
+
+} // namespace timewheel::dq::detail::scripts

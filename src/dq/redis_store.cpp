@@ -1,0 +1,1007 @@
+//
+// src/dq/redis_store.cpp
+//
+// dq::redis_store: validation, request building and reply parsing around the scripts of
+// redis_scripts.cpp, over a redis::connection or a redis::cluster.
+//
+
+#include <timewheel/dq/redis_store.hpp>
+
+#include <timewheel/dq/detail/redis_scripts.hpp>
+
+#include <timewheel/redis/cluster.hpp>
+#include <timewheel/redis/connection.hpp>
+#include <timewheel/redis/subscriber.hpp>
+
+#include <boost/asio/append.hpp>
+#include <boost/asio/dispatch.hpp>
+#include <boost/asio/error.hpp>
+#include <boost/asio/post.hpp>
+
+#include <algorithm>
+#include <charconv>
+#include <limits>
+#include <optional>
+#include <random>
+#include <stdexcept>
+#include <utility>
+
+namespace timewheel::dq {
+
+namespace detail {
+
+namespace {
+
+using boost::system::error_code;
+using exec_handler = boost::asio::any_completion_handler<void(error_code, std::size_t)>;
+
+// Where the store's requests go: one server or a Cluster.
+class backend {
+public:
+    virtual ~backend() = default;
+    virtual void exec(const redis::request& req, redis::response& resp, exec_handler h) = 0;
+    virtual void close() = 0;
+};
+
+class connection_backend final : public backend {
+public:
+    connection_backend(const store::executor_type& ex, redis::config cfg)
+        : conn_(ex, std::move(cfg)) {}
+    void exec(const redis::request& req, redis::response& resp, exec_handler h) override {
+        conn_.async_exec(req, resp, std::move(h));
+    }
+    void close() override { conn_.close(); }
+
+private:
+    redis::connection conn_;
+};
+
+class cluster_backend final : public backend {
+public:
+    cluster_backend(const store::executor_type& ex, redis::cluster_config cfg)
+        : cluster_(ex, std::move(cfg)) {}
+    void exec(const redis::request& req, redis::response& resp, exec_handler h) override {
+        cluster_.async_exec(req, resp, std::move(h));
+    }
+    void close() override { cluster_.close(); }
+
+private:
+    redis::cluster cluster_;
+};
+
+std::string number(std::int64_t v) {
+    char text[24];
+    auto r = std::to_chars(text, text + sizeof text, v);
+    return std::string(text, r.ptr);
+}
+
+std::int64_t to_int(std::string_view s) {
+    std::int64_t v = 0;
+    std::from_chars(s.data(), s.data() + s.size(), v);
+    return v;
+}
+
+// The error a script's error reply stands for.
+error_code script_error(redis::reply r) {
+    const auto text = r.error_message();
+    if (text.starts_with("OOM") || text.find("OOM command not allowed") != std::string_view::npos) {
+        return error::store_full;
+    }
+    static constexpr std::pair<std::string_view, error> known[] = {
+        {"DQ not_found", error::not_found},
+        {"DQ wrong_state", error::wrong_state},
+        {"DQ due_out_of_range", error::due_out_of_range},
+    };
+    for (const auto& [k, e] : known) {
+        if (text.find(k) != std::string_view::npos) {
+            return e;
+        }
+    }
+    return error::store_error;
+}
+
+time_point ms(std::int64_t v) {
+    return time_point(duration(v));
+}
+
+// Arguments of one script call: the shard's keys, the common header, the operation's own.
+struct call_args {
+    std::vector<std::string> args;
+    void add(std::string_view s) { args.emplace_back(s); }
+    void add(std::int64_t v) { args.push_back(number(v)); }
+};
+
+constexpr std::size_t max_error_bytes = 1024;
+constexpr std::size_t max_worker_bytes = 200;
+constexpr std::int64_t max_backoff_ms = (std::int64_t(1) << 48) - 1;
+
+} // namespace
+
+class redis_store_impl : public std::enable_shared_from_this<redis_store_impl> {
+public:
+    using executor_type = store::executor_type;
+
+    redis_store_impl(const executor_type& ex, std::unique_ptr<backend> b, redis::config sub_cfg,
+                     redis_store_options opt)
+        : ex_(ex)
+        , backend_(std::move(b))
+        , sub_cfg_(std::move(sub_cfg))
+        , opt_(std::move(opt)) {
+        if (opt_.name.empty() || opt_.name.find_first_of("{}") != std::string::npos) {
+            throw std::invalid_argument(
+                "dq::redis_store: the queue name must be non-empty and hold no '{' or '}'");
+        }
+        if (opt_.shards == 0 || opt_.shards > 16384) {
+            throw std::invalid_argument("dq::redis_store: shards must be in 1..16384");
+        }
+        if (opt_.buckets == 0 || opt_.buckets > 65536) {
+            throw std::invalid_argument("dq::redis_store: buckets must be in 1..65536");
+        }
+        if (opt_.done_retention.count() < 0 || opt_.dead_retention.count() < 0) {
+            throw std::invalid_argument("dq::redis_store: retention must not be negative");
+        }
+        channel_ = opt_.name + ":wake";
+        config_key_ = "{" + opt_.name + "}:config";
+        keys_.resize(opt_.shards);
+        prefixes_.resize(opt_.shards);
+        for (std::size_t s = 0; s < opt_.shards; ++s) {
+            const std::string p = "{" + opt_.name + ":" + std::to_string(s) + "}:";
+            prefixes_[s] = p;
+            keys_[s] = {p + "d", p + "l", p + "k", p + "done", p + "dead", p + "log"};
+        }
+        header_ = {std::string(),
+                   number(static_cast<std::int64_t>(opt_.shards)),
+                   number(static_cast<std::int64_t>(opt_.buckets)),
+                   channel_,
+                   number(static_cast<std::int64_t>(opt_.done_max)),
+                   number(opt_.done_retention.count()),
+                   number(static_cast<std::int64_t>(opt_.dead_max)),
+                   number(opt_.dead_retention.count()),
+                   number(static_cast<std::int64_t>(std::max<std::size_t>(opt_.log_maxlen, 1))),
+                   number(max_due.time_since_epoch().count())};
+        std::random_device rd;
+        rng_.seed((std::uint64_t(rd()) << 32) ^ rd());
+    }
+
+    const executor_type& get_executor() const noexcept { return ex_; }
+    const redis_store_options& options() const noexcept { return opt_; }
+
+    std::size_t shard_of(std::string_view id) const noexcept {
+        return redis_store::hash(id) % opt_.shards;
+    }
+
+    void close() {
+        closed_ = true;
+        backend_->close();
+        if (sub_) {
+            sub_->close();
+        }
+    }
+
+    // --- helpers ------------------------------------------------------------------------
+
+    template <typename Handler, typename... Args>
+    void post(Handler h, Args&&... args) {
+        boost::asio::post(ex_, boost::asio::append(std::move(h), std::forward<Args>(args)...));
+    }
+
+    template <typename Handler, typename... Args>
+    void finish(Handler h, Args&&... args) {
+        boost::asio::dispatch(ex_, boost::asio::append(std::move(h), std::forward<Args>(args)...));
+    }
+
+    error_code check_id(std::string_view id) const {
+        if (id.empty()) {
+            return error::empty_id;
+        }
+        if (id.size() > opt_.limits.max_id_bytes) {
+            return error::id_too_long;
+        }
+        if (id.find('\0') != std::string_view::npos) {
+            return error::invalid_id;
+        }
+        return {};
+    }
+
+    // The due time as (kind, ms), or due_out_of_range.
+    static error_code check_due(const due_time& due, char& kind, std::int64_t& value) {
+        if (const auto* tp = std::get_if<time_point>(&due)) {
+            kind = 'a';
+            value = tp->time_since_epoch().count();
+            if (value < 0 || *tp > max_due) {
+                return error::due_out_of_range;
+            }
+        } else {
+            kind = 'r';
+            value = std::get<duration>(due).count();
+            const auto limit = max_due.time_since_epoch().count();
+            if (value > limit || value < -limit) {
+                return error::due_out_of_range;
+            }
+        }
+        return {};
+    }
+
+    static error_code check_policy(const retry_policy& p) {
+        if (p.max_attempts == 0) {
+            return error::zero_attempts;
+        }
+        if (p.base.count() < 0 || p.cap.count() < 0 || p.base > p.cap ||
+            p.cap.count() > max_backoff_ms) {
+            return error::invalid_backoff;
+        }
+        return {};
+    }
+
+    std::string generate_id() {
+        static constexpr char digits[] =
+            "0123456789ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz";
+        std::string id(12, '0');
+        std::uint64_t a = rng_();
+        std::uint64_t b = rng_();
+        for (std::size_t i = 0; i < id.size(); ++i) {
+            std::uint64_t& v = i < 6 ? a : b;
+            id[i] = digits[v % 62];
+            v /= 62;
+        }
+        return id;
+    }
+
+    void push_shard_script(redis::request& req, const redis::script& s, std::size_t shard,
+                           call_args& a) {
+        header_[0] = prefixes_[shard];
+        std::vector<std::string_view> args;
+        args.reserve(header_.size() + a.args.size());
+        for (const auto& h : header_) {
+            args.emplace_back(h);
+        }
+        for (const auto& x : a.args) {
+            args.emplace_back(x);
+        }
+        req.push_script_range(s, keys_[shard], args);
+    }
+
+    struct exec_state {
+        redis::request req;
+        redis::response resp;
+    };
+
+    // Runs `st`'s request (after the queue's config is checked once) and calls
+    // fn(ec, response) on the executor.
+    template <typename Fn>
+    void run(std::shared_ptr<exec_state> st, Fn fn) {
+        if (configured_) {
+            send(std::move(st), std::move(fn));
+            return;
+        }
+        auto cfg = std::make_shared<exec_state>();
+        cfg->req.push_script(scripts::config(), 1, config_key_,
+                             number(static_cast<std::int64_t>(opt_.shards)),
+                             number(static_cast<std::int64_t>(opt_.buckets)));
+        auto self = shared_from_this();
+        backend_->exec(cfg->req, cfg->resp,
+                       [self, cfg, st = std::move(st), fn = std::move(fn)](error_code ec,
+                                                                           std::size_t) mutable {
+                           if (!ec) {
+                               auto r = cfg->resp[0];
+                               if (r.is_error()) {
+                                   ec = script_error(r);
+                               } else if (!r.is_integer() || r.as_integer() != 1) {
+                                   ec = error::not_configured;
+                               } else {
+                                   self->configured_ = true;
+                               }
+                           }
+                           if (ec) {
+                               fn(ec, st->resp);
+                               return;
+                           }
+                           self->send(std::move(st), std::move(fn));
+                       });
+    }
+
+    template <typename Fn>
+    void send(std::shared_ptr<exec_state> st, Fn fn) {
+        auto* req = &st->req;
+        auto* resp = &st->resp;
+        backend_->exec(*req, *resp,
+                       [st = std::move(st), fn = std::move(fn)](
+                           error_code ec, std::size_t) mutable { fn(ec, st->resp); });
+    }
+
+    // --- producer -----------------------------------------------------------------------
+
+    void submit(task t, store::handler<void(error_code, submit_result, std::string)> h) {
+        if (t.id.empty()) {
+            t.id = generate_id();
+        }
+        char kind = 'a';
+        std::int64_t due = 0;
+        error_code ec = check_id(t.id);
+        if (!ec && t.payload.size() > opt_.limits.max_payload_bytes) {
+            ec = error::payload_too_large;
+        }
+        if (!ec) {
+            ec = check_due(t.due, kind, due);
+        }
+        if (!ec) {
+            ec = check_policy(t.retry);
+        }
+        if (ec) {
+            post(std::move(h), ec, submit_result::created, std::string());
+            return;
+        }
+        auto st = std::make_shared<exec_state>();
+        call_args a;
+        a.add(t.id);
+        a.add(std::string_view(&kind, 1));
+        a.add(due);
+        a.add(t.payload);
+        a.add(static_cast<std::int64_t>(t.retry.max_attempts));
+        a.add(t.retry.base.count());
+        a.add(t.retry.cap.count());
+        a.add(std::string_view(t.replace ? "1" : "0"));
+        push_shard_script(st->req, scripts::submit(), shard_of(t.id), a);
+        run(st, [self = shared_from_this(), h = std::move(h),
+                 id = std::move(t.id)](error_code ec, redis::response& resp) mutable {
+            submit_result r = submit_result::created;
+            if (!ec) {
+                auto rep = resp[0];
+                if (rep.is_error()) {
+                    ec = script_error(rep);
+                } else {
+                    const auto s = rep.as_string();
+                    r = s == "exists"     ? submit_result::exists
+                        : s == "replaced" ? submit_result::replaced
+                                          : submit_result::created;
+                }
+            }
+            self->finish(std::move(h), ec, r, std::move(id));
+        });
+    }
+
+    void cancel(std::string id, store::handler<void(error_code, cancel_result)> h) {
+        if (auto ec = check_id(id)) {
+            post(std::move(h), ec, cancel_result::not_found);
+            return;
+        }
+        auto st = std::make_shared<exec_state>();
+        call_args a;
+        a.add(id);
+        push_shard_script(st->req, scripts::cancel(), shard_of(id), a);
+        run(st, [self = shared_from_this(), h = std::move(h)](error_code ec,
+                                                              redis::response& resp) mutable {
+            cancel_result r = cancel_result::not_found;
+            if (!ec) {
+                auto rep = resp[0];
+                if (rep.is_error()) {
+                    ec = script_error(rep);
+                } else {
+                    const auto s = rep.as_string();
+                    r = s == "cancelled"  ? cancel_result::cancelled
+                        : s == "too_late" ? cancel_result::too_late
+                                          : cancel_result::not_found;
+                }
+            }
+            self->finish(std::move(h), ec, r);
+        });
+    }
+
+    // An operation on one id whose reply is 'ok' or an error.
+    void simple(const redis::script& s, std::string id, std::optional<due_time> due,
+                store::handler<void(error_code)> h) {
+        error_code ec = check_id(id);
+        char kind = 'a';
+        std::int64_t value = 0;
+        if (!ec && due) {
+            ec = check_due(*due, kind, value);
+        }
+        if (ec) {
+            post(std::move(h), ec);
+            return;
+        }
+        auto st = std::make_shared<exec_state>();
+        call_args a;
+        a.add(id);
+        if (due) {
+            a.add(std::string_view(&kind, 1));
+            a.add(value);
+        }
+        push_shard_script(st->req, s, shard_of(id), a);
+        run(st, [self = shared_from_this(), h = std::move(h)](error_code ec,
+                                                              redis::response& resp) mutable {
+            if (!ec && resp[0].is_error()) {
+                ec = script_error(resp[0]);
+            }
+            self->finish(std::move(h), ec);
+        });
+    }
+
+    void status(std::string id, store::handler<void(error_code, task_status)> h) {
+        if (auto ec = check_id(id)) {
+            post(std::move(h), ec, task_status{});
+            return;
+        }
+        auto st = std::make_shared<exec_state>();
+        call_args a;
+        a.add(id);
+        push_shard_script(st->req, scripts::status(), shard_of(id), a);
+        run(st, [self = shared_from_this(), h = std::move(h), id](error_code ec,
+                                                                  redis::response& resp) mutable {
+            task_status out;
+            if (!ec) {
+                auto rep = resp[0];
+                if (rep.is_error()) {
+                    ec = script_error(rep);
+                } else {
+                    try {
+                        out = parse_status(rep, id);
+                    } catch (const std::exception&) {
+                        ec = error::store_error;
+                    }
+                }
+            }
+            self->finish(std::move(h), ec, std::move(out));
+        });
+    }
+
+    static task_status parse_status(redis::reply rep, const std::string& id) {
+        task_status out;
+        out.id = id;
+        const std::string_view state = rep[0].as_string();
+        static constexpr std::pair<std::string_view, task_state> states[] = {
+            {"delayed", task_state::delayed}, {"prefetched", task_state::prefetched},
+            {"running", task_state::running}, {"finished", task_state::finished},
+            {"dead", task_state::dead},       {"cancelled", task_state::cancelled}};
+        for (const auto& [n, s] : states) {
+            if (n == state) {
+                out.state = s;
+            }
+        }
+        out.attempt = static_cast<std::uint32_t>(rep[1].as_integer());
+        out.due = ms(rep[2].as_integer());
+        out.created = ms(rep[3].as_integer());
+        out.updated = ms(rep[4].as_integer());
+        out.retry.max_attempts = static_cast<std::uint32_t>(rep[5].as_integer());
+        out.retry.base = duration(rep[6].as_integer());
+        out.retry.cap = duration(rep[7].as_integer());
+        out.last_error = std::string(rep[8].as_string());
+        out.payload = std::string(rep[9].as_string());
+        const std::size_t n = rep.size();
+        // Walk the array once (operator[] is linear).
+        std::vector<redis::reply> items;
+        items.reserve(n);
+        for (std::size_t i = 0; i < n; ++i) {
+            items.push_back(rep[i]);
+        }
+        for (std::size_t i = 10; i + 6 <= n; i += 6) {
+            attempt_record r;
+            r.attempt = static_cast<std::uint32_t>(items[i].as_integer());
+            r.worker = std::string(items[i + 1].as_string());
+            r.started = ms(items[i + 2].as_integer());
+            r.ended = ms(items[i + 3].as_integer());
+            r.outcome = std::string(items[i + 4].as_string());
+            r.error = std::string(items[i + 5].as_string());
+            if (out.state == task_state::finished) {
+                // A finished task's record is gone: its attempts are in its log.
+                out.attempt = std::max(out.attempt, r.attempt);
+            }
+            out.log.push_back(std::move(r));
+        }
+        return out;
+    }
+
+    // Cursor: "<shard>:<score>:<id>" of the last entry returned.
+    void list_dead(std::string cursor, std::size_t count,
+                   store::handler<void(error_code, dead_page)> h) {
+        std::size_t first = 0;
+        std::string after_id;
+        std::int64_t after_score = 0;
+        error_code ec;
+        if (count == 0 || count > 10000) {
+            ec = error::invalid_argument;
+        } else if (!cursor.empty()) {
+            const auto c1 = cursor.find(':');
+            const auto c2 = c1 == std::string::npos ? c1 : cursor.find(':', c1 + 1);
+            if (c2 == std::string::npos) {
+                ec = error::invalid_argument;
+            } else {
+                first = static_cast<std::size_t>(to_int(std::string_view(cursor).substr(0, c1)));
+                after_score = to_int(std::string_view(cursor).substr(c1 + 1, c2 - c1 - 1));
+                after_id = cursor.substr(c2 + 1);
+                if (first >= opt_.shards || after_id.empty()) {
+                    ec = error::invalid_argument;
+                }
+            }
+        }
+        if (ec) {
+            post(std::move(h), ec, dead_page{});
+            return;
+        }
+        auto st = std::make_shared<exec_state>();
+        for (std::size_t s = first; s < opt_.shards; ++s) {
+            call_args a;
+            a.add(s == first ? std::string_view(after_id) : std::string_view());
+            a.add(after_score);
+            a.add(static_cast<std::int64_t>(count));
+            push_shard_script(st->req, scripts::list_dead(), s, a);
+        }
+        run(st, [self = shared_from_this(), h = std::move(h), first,
+                 count](error_code ec, redis::response& resp) mutable {
+            dead_page page;
+            std::string last;
+            if (!ec) {
+                for (std::size_t i = 0; i < resp.size() && page.entries.size() < count; ++i) {
+                    auto rep = resp[i];
+                    if (rep.is_error()) {
+                        ec = script_error(rep);
+                        break;
+                    }
+                    const std::size_t n = rep.size();
+                    std::size_t j = 0;
+                    for (; j + 4 <= n && page.entries.size() < count; j += 4) {
+                        dead_page::entry e;
+                        e.id = std::string(rep[j].as_string());
+                        e.died = ms(rep[j + 1].as_integer());
+                        e.attempt = static_cast<std::uint32_t>(rep[j + 2].as_integer());
+                        e.last_error = std::string(rep[j + 3].as_string());
+                        last = std::to_string(first + i) + ":" +
+                               std::to_string(e.died.time_since_epoch().count()) + ":" + e.id;
+                        page.entries.push_back(std::move(e));
+                    }
+                    if (page.entries.size() == count) {
+                        // More may follow: in this shard if it was not exhausted, or later.
+                        page.cursor = last;
+                    }
+                }
+            }
+            if (ec) {
+                page = {};
+            }
+            self->finish(std::move(h), ec, std::move(page));
+        });
+    }
+
+    // --- worker -------------------------------------------------------------------------
+
+    void claim(const claim_options& opt, store::handler<void(error_code, claim_result)> h) {
+        if (opt.batch == 0 || opt.batch > 100000 || opt.lease.count() <= 0 ||
+            opt.horizon.count() < 0 || opt.worker.size() > max_worker_bytes) {
+            post(std::move(h), error_code(error::invalid_argument), claim_result{});
+            return;
+        }
+        // Spread the batch over the shards, the remainder to shards in turn; every shard is
+        // asked (a limit of 0 still returns its expired leases and its next due time).
+        const std::size_t n = opt_.shards;
+        const std::size_t base = opt.batch / n;
+        const std::size_t extra = opt.batch % n;
+        auto st = std::make_shared<exec_state>();
+        for (std::size_t i = 0; i < n; ++i) {
+            const std::size_t s = (claim_rotation_ + i) % n;
+            std::size_t limit = base + (i < extra ? 1 : 0);
+            limit = std::min<std::size_t>(limit, 2000);
+            call_args a;
+            a.add(static_cast<std::int64_t>(limit));
+            a.add(opt.horizon.count());
+            a.add(opt.lease.count());
+            a.add(opt.worker);
+            push_shard_script(st->req, scripts::claim(), s, a);
+        }
+        claim_rotation_ = (claim_rotation_ + extra + 1) % n;
+        run(st, [self = shared_from_this(), h = std::move(h)](error_code ec,
+                                                              redis::response& resp) mutable {
+            claim_result out;
+            if (!ec) {
+                ec = parse_claim(resp, out);
+            }
+            self->finish(std::move(h), ec, std::move(out));
+        });
+    }
+
+    static error_code parse_claim(const redis::response& resp, claim_result& out) {
+        error_code first_error;
+        bool any = false;
+        std::int64_t next = -1;
+        for (std::size_t i = 0; i < resp.size(); ++i) {
+            auto rep = resp[i];
+            if (rep.is_error()) {
+                if (!first_error) {
+                    first_error = script_error(rep);
+                }
+                continue;
+            }
+            any = true;
+            const std::size_t n = rep.size();
+            std::vector<redis::reply> items;
+            items.reserve(n);
+            for (std::size_t j = 0; j < n; ++j) {
+                items.push_back(rep[j]);
+            }
+            const auto now = items[0].as_integer();
+            if (now > out.server_time.time_since_epoch().count()) {
+                out.server_time = ms(now);
+            }
+            const auto nd = items[1].as_integer();
+            if (nd >= 0 && (next < 0 || nd < next)) {
+                next = nd;
+            }
+            for (std::size_t j = 2; j + 8 <= n; j += 8) {
+                claimed_task t;
+                t.id = std::string(items[j].as_string());
+                t.token = std::string(items[j + 1].as_string());
+                t.due = ms(items[j + 2].as_integer());
+                t.attempt = static_cast<std::uint32_t>(items[j + 3].as_integer());
+                t.payload = std::string(items[j + 4].as_string());
+                t.retry.max_attempts = static_cast<std::uint32_t>(items[j + 5].as_integer());
+                t.retry.base = duration(items[j + 6].as_integer());
+                t.retry.cap = duration(items[j + 7].as_integer());
+                out.tasks.push_back(std::move(t));
+            }
+        }
+        if (next >= 0) {
+            out.next_due = ms(next);
+        }
+        return any ? error_code() : first_error;
+    }
+
+    // Groups items by shard: one script call per shard, results put back in order.
+    struct grouping {
+        std::vector<std::size_t> shards;               // shard of each call
+        std::vector<std::vector<std::size_t>> members; // item indexes of each call
+    };
+
+    template <typename Ids>
+    grouping group(const Ids& ids) const {
+        grouping g;
+        std::vector<std::size_t> call_of(opt_.shards, std::size_t(-1));
+        for (std::size_t i = 0; i < ids.size(); ++i) {
+            const std::size_t s = shard_of(ids[i]);
+            if (call_of[s] == std::size_t(-1)) {
+                call_of[s] = g.shards.size();
+                g.shards.push_back(s);
+                g.members.emplace_back();
+            }
+            g.members[call_of[s]].push_back(i);
+        }
+        return g;
+    }
+
+    // Runs one script per shard over `leases`; `letters` decodes each result letter.
+    template <typename Result, typename Push, typename Decode>
+    void per_shard(const redis::script& script, const std::vector<std::string_view>& ids, Push push,
+                   Decode decode, store::handler<void(error_code, std::vector<Result>)> h) {
+        const auto g = group(ids);
+        auto st = std::make_shared<exec_state>();
+        for (std::size_t c = 0; c < g.shards.size(); ++c) {
+            call_args a;
+            push(a, g.members[c]);
+            push_shard_script(st->req, script, g.shards[c], a);
+        }
+        run(st, [self = shared_from_this(), h = std::move(h), g, n = ids.size(),
+                 decode](error_code ec, redis::response& resp) mutable {
+            std::vector<Result> out(n);
+            if (!ec) {
+                for (std::size_t c = 0; c < g.shards.size() && !ec; ++c) {
+                    auto rep = resp[c];
+                    if (rep.is_error()) {
+                        ec = script_error(rep);
+                        break;
+                    }
+                    const auto letters = rep.as_string();
+                    if (letters.size() != g.members[c].size()) {
+                        ec = error::store_error;
+                        break;
+                    }
+                    for (std::size_t k = 0; k < letters.size(); ++k) {
+                        out[g.members[c][k]] = decode(letters[k]);
+                    }
+                }
+            }
+            if (ec) {
+                out.clear();
+            }
+            self->finish(std::move(h), ec, std::move(out));
+        });
+    }
+
+    error_code check_leases(const std::vector<lease_ref>& leases) const {
+        for (const auto& l : leases) {
+            if (auto ec = check_id(l.id)) {
+                return ec;
+            }
+            if (l.token.empty() || l.token.size() > 64) {
+                return error::invalid_argument;
+            }
+        }
+        return {};
+    }
+
+    static std::vector<std::string_view> ids_of(const std::vector<lease_ref>& leases) {
+        std::vector<std::string_view> ids;
+        ids.reserve(leases.size());
+        for (const auto& l : leases) {
+            ids.emplace_back(l.id);
+        }
+        return ids;
+    }
+
+    void start(std::vector<lease_ref> leases,
+               store::handler<void(error_code, std::vector<start_result>)> h) {
+        if (auto ec = check_leases(leases)) {
+            post(std::move(h), ec, std::vector<start_result>());
+            return;
+        }
+        if (leases.empty()) {
+            post(std::move(h), error_code(), std::vector<start_result>());
+            return;
+        }
+        const auto ids = ids_of(leases);
+        per_shard<start_result>(
+            scripts::start(), ids,
+            [&](call_args& a, const std::vector<std::size_t>& m) {
+                for (auto i : m) {
+                    a.add(leases[i].id);
+                    a.add(leases[i].token);
+                }
+            },
+            [](char c) {
+                return c == 'r'   ? start_result::started
+                       : c == 'e' ? start_result::too_early
+                                  : start_result::stale;
+            },
+            std::move(h));
+    }
+
+    void renew(std::vector<lease_ref> leases, duration lease,
+               store::handler<void(error_code, std::vector<ack_result>)> h) {
+        error_code ec = check_leases(leases);
+        if (!ec && lease.count() <= 0) {
+            ec = error::invalid_argument;
+        }
+        if (ec || leases.empty()) {
+            post(std::move(h), ec, std::vector<ack_result>());
+            return;
+        }
+        const auto ids = ids_of(leases);
+        per_shard<ack_result>(
+            scripts::renew(), ids,
+            [&](call_args& a, const std::vector<std::size_t>& m) {
+                a.add(lease.count());
+                for (auto i : m) {
+                    a.add(leases[i].id);
+                    a.add(leases[i].token);
+                }
+            },
+            [](char c) { return c == 'o' ? ack_result::ok : ack_result::stale; }, std::move(h));
+    }
+
+    void acknowledge(std::vector<ack> acks,
+                     store::handler<void(error_code, std::vector<ack_result>)> h) {
+        error_code ec;
+        std::vector<std::string_view> ids;
+        ids.reserve(acks.size());
+        for (const auto& a : acks) {
+            if (!ec) {
+                ec = check_id(a.lease.id);
+            }
+            if (!ec && (a.lease.token.empty() || a.lease.token.size() > 64)) {
+                ec = error::invalid_argument;
+            }
+            if (!ec && a.outcome.retry_after && a.outcome.retry_after->count() < 0) {
+                ec = error::invalid_argument;
+            }
+            ids.emplace_back(a.lease.id);
+        }
+        if (ec || acks.empty()) {
+            post(std::move(h), ec, std::vector<ack_result>());
+            return;
+        }
+        per_shard<ack_result>(
+            scripts::ack(), ids,
+            [&](call_args& a, const std::vector<std::size_t>& m) {
+                for (auto i : m) {
+                    const auto& k = acks[i];
+                    a.add(k.lease.id);
+                    a.add(k.lease.token);
+                    const char kind = k.outcome.what == outcome::kind::success ? 's'
+                                      : k.outcome.what == outcome::kind::retry ? 'r'
+                                                                               : 'f';
+                    a.add(std::string_view(&kind, 1));
+                    a.add(
+                        k.outcome.retry_after
+                            ? std::min<std::int64_t>(k.outcome.retry_after->count(), max_backoff_ms)
+                            : std::int64_t(-1));
+                    a.add(std::string_view(k.outcome.error).substr(0, max_error_bytes));
+                    a.add(k.started.time_since_epoch().count());
+                    a.add(k.ended.time_since_epoch().count());
+                }
+            },
+            [](char c) { return c == 'o' ? ack_result::ok : ack_result::stale; }, std::move(h));
+    }
+
+    void release(std::vector<lease_ref> leases, store::handler<void(error_code)> h) {
+        if (auto ec = check_leases(leases); ec || leases.empty()) {
+            post(std::move(h), ec);
+            return;
+        }
+        const auto ids = ids_of(leases);
+        per_shard<ack_result>(
+            scripts::release(), ids,
+            [&](call_args& a, const std::vector<std::size_t>& m) {
+                for (auto i : m) {
+                    a.add(leases[i].id);
+                    a.add(leases[i].token);
+                }
+            },
+            [](char c) { return c == 'o' ? ack_result::ok : ack_result::stale; },
+            store::handler<void(error_code, std::vector<ack_result>)>(
+                [h = std::move(h)](error_code ec, std::vector<ack_result>) mutable {
+                    std::move(h)(ec);
+                }));
+    }
+
+    void wait_wakeup(store::handler<void(error_code, time_point)> h) {
+        if (closed_) {
+            post(std::move(h), error_code(boost::asio::error::operation_aborted), time_point{});
+            return;
+        }
+        if (!sub_) {
+            sub_ = std::make_unique<redis::subscriber>(ex_, sub_cfg_);
+            sub_->subscribe({channel_});
+        }
+        sub_->async_receive(
+            [self = shared_from_this(), h = std::move(h)](error_code ec, redis::message m) mutable {
+                if (ec || self->closed_) {
+                    self->finish(std::move(h), error_code(boost::asio::error::operation_aborted),
+                                 time_point{});
+                    return;
+                }
+                self->finish(std::move(h), error_code(), ms(to_int(m.payload)));
+            });
+    }
+
+    void now(store::handler<void(error_code, time_point)> h) {
+        auto st = std::make_shared<exec_state>();
+        st->req.push("TIME");
+        send(st, [self = shared_from_this(), h = std::move(h)](error_code ec,
+                                                               redis::response& resp) mutable {
+            time_point t{};
+            if (!ec) {
+                auto rep = resp[0];
+                if (rep.is_error() || !rep.is_array() || rep.size() != 2) {
+                    ec = error::store_error;
+                } else {
+                    t = ms(to_int(rep[0].as_string()) * 1000 + to_int(rep[1].as_string()) / 1000);
+                }
+            }
+            self->finish(std::move(h), ec, t);
+        });
+    }
+
+private:
+    executor_type ex_;
+    std::unique_ptr<backend> backend_;
+    redis::config sub_cfg_;
+    redis_store_options opt_;
+    std::string channel_;
+    std::string config_key_;
+    std::vector<std::vector<std::string>> keys_;
+    std::vector<std::string> prefixes_;
+    std::vector<std::string> header_;
+    std::unique_ptr<redis::subscriber> sub_;
+    std::mt19937_64 rng_;
+    std::size_t claim_rotation_ = 0;
+    bool configured_ = false;
+    bool closed_ = false;
+};
+
+} // namespace detail
+
+redis_store::redis_store(const executor_type& ex, redis::config cfg, redis_store_options opt)
+    : impl_(std::make_shared<detail::redis_store_impl>(
+          ex, std::make_unique<detail::connection_backend>(ex, cfg), cfg, std::move(opt))) {}
+
+redis_store::redis_store(const executor_type& ex, redis::cluster_config cfg,
+                         redis_store_options opt)
+    : impl_(std::make_shared<detail::redis_store_impl>(
+          ex, std::make_unique<detail::cluster_backend>(ex, cfg), cfg.node, std::move(opt))) {}
+
+redis_store::~redis_store() {
+    impl_->close();
+}
+
+const redis_store_options& redis_store::options() const noexcept {
+    return impl_->options();
+}
+
+std::size_t redis_store::shard_of(std::string_view id) const noexcept {
+    return impl_->shard_of(id);
+}
+
+std::uint32_t redis_store::hash(std::string_view id) noexcept {
+    std::uint32_t h = 5381;
+    for (unsigned char c : id) {
+        h = h * 33 + c;
+    }
+    return h;
+}
+
+void redis_store::close() {
+    impl_->close();
+}
+
+store::executor_type redis_store::get_executor() const {
+    return impl_->get_executor();
+}
+
+const dq::limits& redis_store::get_limits() const noexcept {
+    return impl_->options().limits;
+}
+
+void redis_store::submit(task t,
+                         handler<void(boost::system::error_code, submit_result, std::string)> h) {
+    impl_->submit(std::move(t), std::move(h));
+}
+
+void redis_store::cancel(std::string id,
+                         handler<void(boost::system::error_code, cancel_result)> h) {
+    impl_->cancel(std::move(id), std::move(h));
+}
+
+void redis_store::reschedule(std::string id, due_time due,
+                             handler<void(boost::system::error_code)> h) {
+    impl_->simple(detail::scripts::reschedule(), std::move(id), due, std::move(h));
+}
+
+void redis_store::status(std::string id, handler<void(boost::system::error_code, task_status)> h) {
+    impl_->status(std::move(id), std::move(h));
+}
+
+void redis_store::list_dead(std::string cursor, std::size_t count,
+                            handler<void(boost::system::error_code, dead_page)> h) {
+    impl_->list_dead(std::move(cursor), count, std::move(h));
+}
+
+void redis_store::requeue_dead(std::string id, due_time due,
+                               handler<void(boost::system::error_code)> h) {
+    impl_->simple(detail::scripts::requeue_dead(), std::move(id), due, std::move(h));
+}
+
+void redis_store::delete_dead(std::string id, handler<void(boost::system::error_code)> h) {
+    impl_->simple(detail::scripts::delete_dead(), std::move(id), std::nullopt, std::move(h));
+}
+
+void redis_store::claim(const claim_options& opt,
+                        handler<void(boost::system::error_code, claim_result)> h) {
+    impl_->claim(opt, std::move(h));
+}
+
+void redis_store::start(std::vector<lease_ref> leases,
+                        handler<void(boost::system::error_code, std::vector<start_result>)> h) {
+    impl_->start(std::move(leases), std::move(h));
+}
+
+void redis_store::renew(std::vector<lease_ref> leases, duration lease,
+                        handler<void(boost::system::error_code, std::vector<ack_result>)> h) {
+    impl_->renew(std::move(leases), lease, std::move(h));
+}
+
+void redis_store::acknowledge(std::vector<ack> acks,
+                              handler<void(boost::system::error_code, std::vector<ack_result>)> h) {
+    impl_->acknowledge(std::move(acks), std::move(h));
+}
+
+void redis_store::release(std::vector<lease_ref> leases,
+                          handler<void(boost::system::error_code)> h) {
+    impl_->release(std::move(leases), std::move(h));
+}
+
+void redis_store::wait_wakeup(handler<void(boost::system::error_code, time_point)> h) {
+    impl_->wait_wakeup(std::move(h));
+}
+
+void redis_store::now(handler<void(boost::system::error_code, time_point)> h) {
+    impl_->now(std::move(h));
+}
+
+} // namespace timewheel::dq
