@@ -17,6 +17,7 @@
 #include "support/process.hpp"
 #include "support/redis_fixture.hpp"
 #include "support/run_log.hpp"
+#include "support/store_calls.hpp"
 
 #include <boost/asio/io_context.hpp>
 #include <boost/test/unit_test.hpp>
@@ -180,20 +181,11 @@ public:
 
     /// The status of one task (error not_found as an empty optional).
     std::optional<dq::task_status> status(const std::string& id) {
-        std::optional<dq::task_status> s;
-        boost::system::error_code e;
-        bool done = false;
-        queue_->async_status(id, [&](boost::system::error_code ec, dq::task_status st) {
-            e = ec;
-            if (!ec) {
-                s = std::move(st);
-            }
-            done = true;
-        });
-        BOOST_TEST_REQUIRE(run_until(io_, [&] { return done; }), "status " << id << " hangs");
-        BOOST_TEST_REQUIRE((!e || e == dq::error::not_found),
-                           "status " << id << ": " << e.message());
-        return s;
+        auto [ec, st] = dq_test::call<dq::task_status>(
+            io_, [&](auto h) { queue_->async_status(id, std::move(h)); });
+        BOOST_TEST_REQUIRE((!ec || ec == dq::error::not_found),
+                           "status " << id << ": " << ec.message());
+        return ec ? std::nullopt : std::optional<dq::task_status>(std::move(st));
     }
 
     /// The states of many tasks (pipelined: all requests out at once).
@@ -245,16 +237,9 @@ public:
 
     /// The store's clock now.
     dq::time_point store_now() {
-        dq::time_point t{};
-        bool done = false;
-        boost::system::error_code e;
-        store_->now([&](boost::system::error_code ec, dq::time_point n) {
-            e = ec;
-            t = n;
-            done = true;
-        });
-        BOOST_TEST_REQUIRE(run_until(io_, [&] { return done; }));
-        BOOST_TEST_REQUIRE(!e, "now: " << e.message());
+        auto [ec, t] =
+            dq_test::call<dq::time_point>(io_, [&](auto h) { store_->now(std::move(h)); });
+        BOOST_TEST_REQUIRE(!ec, "now: " << ec.message());
         return t;
     }
 
