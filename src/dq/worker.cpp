@@ -46,10 +46,10 @@ struct worker_record : timewheel::detail::service_entry {
     worker_impl* owner_;
     claimed_task task_;
     state state_ = state::free;
-    std::uint32_t generation_ = 0; // bumped when the record is freed: stale references
-    std::uint32_t early_ = 0;      // too_early answers for this lease
-    time_point lease_expiry_{};    // on the store's clock
-    time_point started_{};         // on the store's clock (estimated)
+    std::uint32_t generation_ = 0;  // bumped when the record is freed: stale references
+    std::uint32_t early_ = 0;       // too_early answers for this lease
+    time_point lease_expiry_{};     // on the store's clock
+    time_point started_{};          // on the store's clock (estimated)
     worker_record* next_ = nullptr; // free list, or the ready FIFO
 };
 
@@ -182,8 +182,7 @@ net::execution_context& context_of(const net::any_io_executor& ex) {
 
 } // namespace
 
-void worker_record::on_event(wheel_service&, service_entry& e,
-                             timewheel::detail::entry_event ev) {
+void worker_record::on_event(wheel_service&, service_entry& e, timewheel::detail::entry_event ev) {
     if (ev == timewheel::detail::entry_event::expired) {
         auto& r = static_cast<worker_record&>(e);
         r.owner_->fire(r);
@@ -227,14 +226,15 @@ worker_impl::worker_impl(store& s, worker_options options, std::function<void(jo
     offset_ = std::chrono::duration_cast<std::chrono::nanoseconds>(
                   std::chrono::system_clock::now().time_since_epoch())
                   .count() -
-              std::chrono::duration_cast<std::chrono::nanoseconds>(
-                  steady::now().time_since_epoch())
+              std::chrono::duration_cast<std::chrono::nanoseconds>(steady::now().time_since_epoch())
                   .count();
     rng_ ^= reinterpret_cast<std::uintptr_t>(this);
     pending_acks_.reserve(options_.ack_batch);
 }
 
-worker_impl::~worker_impl() { close(); }
+worker_impl::~worker_impl() {
+    close();
+}
 
 void worker_impl::close() noexcept {
     closed_ = true;
@@ -248,7 +248,7 @@ void worker_impl::close() noexcept {
             net::use_service<wheel_service>(context_of(executor_)).cancel(*r);
         }
     }
-    stop_handler_ = {};
+    stop_handler_ = nullptr;
 }
 
 // --- Clock ---------------------------------------------------------------------------
@@ -354,7 +354,9 @@ void worker_impl::arm_claim(steady::time_point at) {
     }
 }
 
-void worker_impl::on_claim_timer() { claim(); }
+void worker_impl::on_claim_timer() {
+    claim();
+}
 
 void worker_impl::claim() {
     if (closed_ || stopping_) {
@@ -376,10 +378,10 @@ void worker_impl::claim() {
     opt.batch = std::min(opt.batch, room);
     claiming_ = true;
     const auto sent = steady::now();
-    store_.claim(opt, [self = shared_from_this(), sent, asked = opt.batch](error_code ec,
-                                                                            claim_result r) {
-        self->on_claimed(ec, std::move(r), sent, asked);
-    });
+    store_.claim(
+        opt, [self = shared_from_this(), sent, asked = opt.batch](error_code ec, claim_result r) {
+            self->on_claimed(ec, std::move(r), sent, asked);
+        });
 }
 
 void worker_impl::on_claimed(error_code ec, claim_result r, steady::time_point sent,
@@ -459,7 +461,11 @@ void worker_impl::wait_wakeup() {
             return;
         }
         if (ec == net::error::operation_aborted) {
-            return; // the store is closed
+            // The store closed its subscription (closed, or its connection dropped): listen
+            // again later; the poll covers the gap.
+            w.wakeup_timer_.expires_after(
+                std::chrono::duration_cast<steady::duration>(w.options_.backoff_max));
+            return;
         }
         if (ec) {
             w.failed("wait_wakeup", ec);
@@ -595,7 +601,8 @@ void worker_impl::on_started(error_code ec, std::vector<start_result> results,
             ++stats_.too_early;
             r.state_ = worker_record::state::prefetched;
             // Our clock estimate runs ahead of the store's: wait a little longer each time.
-            const auto extra = std::chrono::milliseconds(1LL << std::min<std::uint32_t>(r.early_, 6));
+            const auto extra =
+                std::chrono::milliseconds(1LL << std::min<std::uint32_t>(r.early_, 6));
             ++r.early_;
             service.arm(r, std::max(to_local(r.task_.due), steady::now() + extra));
             break;
@@ -640,8 +647,7 @@ void worker_impl::report(worker_record& r, outcome o) {
     }
     --running_;
     stats_.running = running_;
-    ack a{{std::move(r.task_.id), std::move(r.task_.token)}, std::move(o), r.started_,
-          store_now()};
+    ack a{{std::move(r.task_.id), std::move(r.task_.token)}, std::move(o), r.started_, store_now()};
     release_record(r);
     if (closed_) {
         return;
@@ -691,8 +697,7 @@ void worker_impl::flush_acks() {
                        });
 }
 
-void worker_impl::on_acked(error_code ec, std::vector<ack_result> results,
-                           std::vector<ack> sent) {
+void worker_impl::on_acked(error_code ec, std::vector<ack_result> results, std::vector<ack> sent) {
     --acks_in_flight_;
     if (closed_) {
         return;
@@ -815,7 +820,7 @@ void worker_impl::stop(steady::time_point deadline,
         return;
     }
     stopping_ = true;
-    stop_handler_ = std::move(h);
+    stop_handler_.swap(h); // (Boost 1.81's move assignment recurses: swap instead)
     claim_timer_.cancel();
     wakeup_timer_.cancel();
     release_held();
@@ -851,7 +856,7 @@ void worker_impl::finish_stop(error_code ec) {
     stop_timer_.cancel();
     stopped_ = true;
     auto h = std::move(stop_handler_);
-    stop_handler_ = {};
+    stop_handler_ = nullptr;
     net::post(executor_, [h = std::move(h), ec]() mutable { std::move(h)(ec); });
 }
 
@@ -859,7 +864,9 @@ void worker_impl::finish_stop(error_code ec) {
 
 // --- The public face ---------------------------------------------------------------------
 
-const claimed_task& job::task() const noexcept { return record_->task_; }
+const claimed_task& job::task() const noexcept {
+    return record_->task_;
+}
 
 void job::report(outcome o) {
     if (!record_) {
@@ -887,18 +894,26 @@ worker::~worker() {
     }
 }
 
-worker::executor_type worker::get_executor() const { return impl_->get_store().get_executor(); }
+worker::executor_type worker::get_executor() const {
+    return impl_->get_store().get_executor();
+}
 
-void worker::start() { impl_->start(); }
+void worker::start() {
+    impl_->start();
+}
 
 void worker::stop(std::chrono::steady_clock::time_point deadline,
                   boost::asio::any_completion_handler<void(boost::system::error_code)> handler) {
     impl_->stop(deadline, std::move(handler));
 }
 
-const worker_stats& worker::stats() const noexcept { return impl_->stats(); }
+const worker_stats& worker::stats() const noexcept {
+    return impl_->stats();
+}
 
-time_point worker::store_now() const noexcept { return impl_->store_now(); }
+time_point worker::store_now() const noexcept {
+    return impl_->store_now();
+}
 
 std::chrono::steady_clock::duration worker::clock_rtt() const noexcept {
     return impl_->clock_rtt();

@@ -75,28 +75,28 @@ struct worker_options {
 
 /// What a worker has done so far (monotonic counters, and the handlers running now).
 struct worker_stats {
-    std::uint64_t claims = 0;       ///< claim calls answered
-    std::uint64_t claimed = 0;      ///< tasks claimed into the wheel
+    std::uint64_t claims = 0;        ///< claim calls answered
+    std::uint64_t claimed = 0;       ///< tasks claimed into the wheel
     std::uint64_t start_batches = 0; ///< start calls answered
-    std::uint64_t started = 0;      ///< tasks started (handler called)
-    std::uint64_t stale = 0;        ///< starts refused as stale (cancelled, rescheduled, taken)
-    std::uint64_t too_early = 0;    ///< starts refused as early by the store's clock: re-armed
-    std::uint64_t succeeded = 0;    ///< reports of success
-    std::uint64_t retried = 0;      ///< reports of retry (abandoned jobs included)
-    std::uint64_t failed = 0;       ///< reports of permanent failure
-    std::uint64_t abandoned = 0;    ///< jobs destroyed without a report (reported as retry)
+    std::uint64_t started = 0;       ///< tasks started (handler called)
+    std::uint64_t stale = 0;         ///< starts refused as stale (cancelled, rescheduled, taken)
+    std::uint64_t too_early = 0;     ///< starts refused as early by the store's clock: re-armed
+    std::uint64_t succeeded = 0;     ///< reports of success
+    std::uint64_t retried = 0;       ///< reports of retry (abandoned jobs included)
+    std::uint64_t failed = 0;        ///< reports of permanent failure
+    std::uint64_t abandoned = 0;     ///< jobs destroyed without a report (reported as retry)
     std::uint64_t handler_exceptions = 0; ///< exceptions thrown by the handler
-    std::uint64_t ack_batches = 0;  ///< acknowledge calls answered
-    std::uint64_t acked = 0;        ///< acks the store recorded
-    std::uint64_t ack_stale = 0;    ///< acks refused as stale (the lease had been lost)
-    std::uint64_t renewals = 0;     ///< leases renewed
-    std::uint64_t renew_stale = 0;  ///< renewals refused as stale
-    std::uint64_t released = 0;     ///< prefetched tasks given back (stopping)
-    std::uint64_t wakeups = 0;      ///< wake-ups received from the store
-    std::uint64_t store_errors = 0; ///< store operations that failed (all kinds)
-    std::size_t running = 0;        ///< handlers running now (started, not reported)
-    std::size_t max_running = 0;    ///< the most handlers that ever ran at once
-    std::size_t held = 0;           ///< tasks claimed and not yet started, now
+    std::uint64_t ack_batches = 0;        ///< acknowledge calls answered
+    std::uint64_t acked = 0;              ///< acks the store recorded
+    std::uint64_t ack_stale = 0;          ///< acks refused as stale (the lease had been lost)
+    std::uint64_t renewals = 0;           ///< leases renewed
+    std::uint64_t renew_stale = 0;        ///< renewals refused as stale
+    std::uint64_t released = 0;           ///< prefetched tasks given back (stopping)
+    std::uint64_t wakeups = 0;            ///< wake-ups received from the store
+    std::uint64_t store_errors = 0;       ///< store operations that failed (all kinds)
+    std::size_t running = 0;              ///< handlers running now (started, not reported)
+    std::size_t max_running = 0;          ///< the most handlers that ever ran at once
+    std::size_t held = 0;                 ///< tasks claimed and not yet started, now
 };
 
 /// One run of a task, handed to the worker's handler, which reports how it ended once.
@@ -274,41 +274,45 @@ private:
 
     template <typename Handler>
     static erased_handler wrap(const executor_type& ex, Handler handler) {
-        using result = std::invoke_result_t<Handler&, const job&>;
-        if constexpr (std::is_void_v<result>) {
-            static_assert(std::is_invocable_v<Handler&, job>,
-                          "dq::worker: a handler returning void takes a dq::job");
+        if constexpr (std::is_invocable_v<Handler&, job> &&
+                      std::is_void_v<std::invoke_result_t<Handler&, job>>) {
             (void)ex;
             return erased_handler(std::move(handler));
-        } else if constexpr (is_awaitable_outcome<result>::value) {
-            return [ex, h = std::move(handler)](job j) {
-                boost::asio::co_spawn(
-                    ex,
-                    [](Handler& h, job j) -> boost::asio::awaitable<void> {
-                        outcome o;
-                        try {
-                            o = co_await h(std::as_const(j));
-                        } catch (const std::exception& e) {
-                            o = outcome::retry(e.what());
-                        }
-                        j.report(std::move(o));
-                    }(h, std::move(j)),
-                    boost::asio::detached);
-            };
         } else {
-            static_assert(std::is_convertible_v<result, outcome>,
-                          "dq::worker: a handler returns void (and reports through its "
-                          "dq::job), a dq::outcome, or an awaitable<dq::outcome>");
-            (void)ex;
-            return [h = std::move(handler)](job j) {
-                outcome o;
-                try {
-                    o = h(std::as_const(j));
-                } catch (const std::exception& e) {
-                    o = outcome::retry(e.what());
-                }
-                j.report(std::move(o));
-            };
+            static_assert(std::is_invocable_v<Handler&, const job&>,
+                          "dq::worker: a handler takes a dq::job (and returns void), or a "
+                          "const dq::job& (and returns a dq::outcome or an awaitable of one)");
+            using result = std::invoke_result_t<Handler&, const job&>;
+            if constexpr (is_awaitable_outcome<result>::value) {
+                return [ex, h = std::move(handler)](job j) mutable {
+                    boost::asio::co_spawn(
+                        ex,
+                        [](Handler& h, job j) -> boost::asio::awaitable<void> {
+                            outcome o;
+                            try {
+                                o = co_await h(std::as_const(j));
+                            } catch (const std::exception& e) {
+                                o = outcome::retry(e.what());
+                            }
+                            j.report(std::move(o));
+                        }(h, std::move(j)),
+                        boost::asio::detached);
+                };
+            } else {
+                static_assert(std::is_convertible_v<result, outcome>,
+                              "dq::worker: a handler taking a const dq::job& returns a "
+                              "dq::outcome or an awaitable<dq::outcome>");
+                (void)ex;
+                return [h = std::move(handler)](job j) mutable {
+                    outcome o;
+                    try {
+                        o = h(std::as_const(j));
+                    } catch (const std::exception& e) {
+                        o = outcome::retry(e.what());
+                    }
+                    j.report(std::move(o));
+                };
+            }
         }
     }
 
