@@ -147,6 +147,28 @@ BOOST_AUTO_TEST_CASE(libfaketime_skews_the_worker_clock_and_keeps_intervals_true
 
 BOOST_AUTO_TEST_SUITE(faults, *boost::unit_test::precondition(redis_available()))
 
+// --- The worker process itself ----------------------------------------------------------
+
+// SIGTERM stops dq_test_worker through dq::worker::async_stop: it exits 0 after writing its
+// counters, and what it ran is finished in the store.
+BOOST_AUTO_TEST_CASE(the_worker_process_stops_gracefully_on_sigterm) {
+    fault_env env;
+    auto tasks = make_tasks("g", 20, [](std::size_t) { return dq::due_time(dq::duration(0)); });
+    const auto ids = ids_of(tasks);
+    for (const auto& [ec, r] : env.submit_all(tasks)) {
+        BOOST_TEST_REQUIRE(!ec, ec.message());
+    }
+    auto& w = env.start_worker({.name = "w", .handler_time = 0ms});
+    BOOST_TEST_REQUIRE(env.wait_all(ids, dq::task_state::finished, 30s));
+    w.terminate();
+    BOOST_TEST_REQUIRE(w.wait(30s));
+    BOOST_TEST(w.exit_status() == 0, "exit status " << w.exit_status() << ":\n" << w.output());
+    const auto c = timewheel::test::read_counters(env.counters_path("w"));
+    BOOST_TEST(c.at("runs") == 20);
+    BOOST_TEST(c.at("acks_ok") == 20);
+    BOOST_TEST(c.at("acks_stale") == 0);
+}
+
 // --- 1. kill -9 of a worker: at-least-once, duplicates bounded by what it held -----------
 
 BOOST_AUTO_TEST_CASE(kill9_of_a_worker_loses_nothing_and_duplicates_at_most_what_it_held) {

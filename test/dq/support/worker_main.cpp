@@ -25,9 +25,12 @@
 
 #include "support/run_log.hpp"
 
+#include <boost/asio/as_tuple.hpp>
+#include <boost/asio/awaitable.hpp>
 #include <boost/asio/io_context.hpp>
 #include <boost/asio/signal_set.hpp>
 #include <boost/asio/steady_timer.hpp>
+#include <boost/asio/use_awaitable.hpp>
 
 #include <chrono>
 #include <cstdint>
@@ -182,58 +185,64 @@ int main(int argc, char** argv) {
     }
 
     dq::worker_options wopt;
-    wopt.name = s.name;
-    wopt.horizon = s.horizon;
-    wopt.lease = s.lease;
+    wopt.claim.worker = s.name;
+    wopt.claim.horizon = s.horizon;
+    wopt.claim.lease = s.lease;
     wopt.concurrency = s.concurrency;
-    dq::worker worker(store, wopt, [&](const dq::claimed_task& t, dq::worker::completion done) {
+    // Each run: a "start" line at once, Redis TIME, a "time" line, --handler-ms of waiting,
+    // an "end" line, then the report. (A coroutine: the worker keeps the job alive across
+    // its suspensions.)
+    dq::worker worker(store, wopt, [&](const dq::job& j) -> net::awaitable<dq::outcome> {
         ++runs;
-        const std::string key = t.id + ' ' + std::to_string(t.attempt) + ' ' + s.name;
+        const std::string key = j.id() + ' ' + std::to_string(j.attempt()) + ' ' + s.name;
+        dq::outcome out = outcome_for(s, j.task());
         log.write("start " + key);
-        struct run_state {
-            redis::request req;
-            redis::response resp;
-            net::steady_timer timer;
-            explicit run_state(net::io_context& io)
-                : timer(io) {}
-        };
-        auto st = std::make_shared<run_state>(io);
-        st->req.push("TIME");
-        auto out = outcome_for(s, t);
-        clock_conn.async_exec(
-            st->req, st->resp,
-            [&, st, key, out = std::move(out), done = std::move(done)](boost::system::error_code ec,
-                                                                       std::size_t) mutable {
-                if (!ec) {
-                    log.write("time " + key + ' ' + std::to_string(time_reply_ms(st->resp)));
-                }
-                st->timer.expires_after(s.handler_time);
-                st->timer.async_wait([&, st, key, out = std::move(out),
-                                      done = std::move(done)](boost::system::error_code) mutable {
-                    const char* names[] = {"success", "retry", "failure"};
-                    log.write("end " + key + ' ' + names[static_cast<int>(out.what)]);
-                    done(std::move(out));
-                });
-            });
+        redis::request req;
+        req.push("TIME");
+        redis::response resp;
+        auto [ec, n] = co_await clock_conn.async_exec(req, resp, net::as_tuple(net::use_awaitable));
+        if (!ec) {
+            log.write("time " + key + ' ' + std::to_string(time_reply_ms(resp)));
+        }
+        net::steady_timer timer(io, s.handler_time);
+        co_await timer.async_wait(net::as_tuple(net::use_awaitable));
+        const char* names[] = {"success", "retry", "failure"};
+        log.write("end " + key + ' ' + names[static_cast<int>(out.what)]);
+        co_return out;
     });
     worker.start();
 
+    // The counters are written when SIGTERM comes (so that a stop that goes wrong still
+    // leaves them), and again once the worker has stopped.
+    auto write_counters = [&] {
+        const auto& st = worker.stats();
+        std::ofstream c(s.counters, std::ios::trunc);
+        c << "runs " << runs << '\n'
+          << "acks_ok " << st.acked << '\n'
+          << "acks_stale " << st.ack_stale << '\n'
+          << "starts_stale " << st.stale << '\n'
+          << "too_early " << st.too_early << '\n'
+          << "store_errors " << st.store_errors << '\n'
+          << "clock_skew_ms " << clock_skew_ms << '\n';
+    };
     bool stopped = false;
+    boost::system::error_code stop_error;
     signals.async_wait([&](boost::system::error_code, int) {
-        worker.async_stop(std::chrono::seconds(10), [&](boost::system::error_code) {
-            stopped = true;
-            store.close();
-            clock_conn.close();
-        });
+        write_counters();
+        worker.async_stop(std::chrono::steady_clock::now() + std::chrono::seconds(10),
+                          [&](boost::system::error_code ec) {
+                              stop_error = ec;
+                              stopped = true;
+                              store.close();
+                              clock_conn.close();
+                          });
     });
     while (!stopped && io.run_one()) {
     }
-
-    const auto& st = worker.stats();
-    std::ofstream c(s.counters);
-    c << "runs " << runs << '\n'
-      << "acks_ok " << st.acks_ok << '\n'
-      << "acks_stale " << st.acks_stale << '\n'
-      << "clock_skew_ms " << clock_skew_ms << '\n';
+    write_counters();
+    if (stop_error) {
+        std::cerr << "dq_test_worker: stop: " << stop_error.message() << '\n';
+        return 1;
+    }
     return 0;
 }
