@@ -52,6 +52,14 @@ bool wait_runs(fault_env& env, Pred pred, std::chrono::seconds limit = 60s) {
         limit);
 }
 
+std::string counters_text(const std::map<std::string, std::int64_t>& c) {
+    std::string out;
+    for (const auto& [k, v] : c) {
+        out += k + '=' + std::to_string(v) + ' ';
+    }
+    return out;
+}
+
 /// Every run started no earlier than its task's due time by the store's clock (the run
 /// log's time is Redis TIME read just after the handler was called).
 void check_never_early(const std::vector<run_record>& runs,
@@ -117,7 +125,8 @@ BOOST_AUTO_TEST_CASE(libfaketime_skews_the_worker_clock_and_keeps_intervals_true
             const auto before = std::chrono::system_clock::now();
             timewheel::test::child_process p({.argv = {TIMEWHEEL_DQ_TEST_WORKER, "--print-clocks"},
                                               .output = out,
-                                              .faketime = skew});
+                                              .faketime = skew,
+                                              .preload = {TIMEWHEEL_DQ_TEST_TIMERFD}});
             BOOST_TEST_REQUIRE(p.wait(30s));
             const auto after = std::chrono::system_clock::now();
             BOOST_TEST_REQUIRE(p.exit_status() == 0, p.output());
@@ -383,8 +392,10 @@ BOOST_AUTO_TEST_CASE(a_worker_30s_fast_or_slow_never_starts_a_task_early,
             env.start_worker({.name = prefix, .faketime = skew, .handler_time = 0ms});
             // A worker that armed by its own clock would be 30 s late: the watchdog is
             // shorter than the skew.
-            BOOST_TEST_REQUIRE(env.wait_all(ids, dq::task_state::finished, 25s));
+            const bool finished = env.wait_all(ids, dq::task_state::finished, 25s);
             const auto c = env.stop_worker(prefix);
+            BOOST_TEST_REQUIRE(finished, "the worker's counters: " << counters_text(c)
+                                                                   << env.worker(prefix).output());
             // The worker's clock really was skewed (its system clock minus Redis TIME).
             const auto skew_ms = c.at("clock_skew_ms");
             if (skew[0] == '+') {

@@ -31,8 +31,9 @@
 #include <string>
 #include <vector>
 
-#ifndef TIMEWHEEL_DQ_TEST_WORKER
-#error "TIMEWHEEL_DQ_TEST_WORKER (the path of dq_test_worker) is set by test/dq/CMakeLists.txt"
+#if !defined(TIMEWHEEL_DQ_TEST_WORKER) || !defined(TIMEWHEEL_DQ_TEST_TIMERFD)
+#error                                                                                             \
+    "TIMEWHEEL_DQ_TEST_WORKER and _TIMERFD (paths of dq_test_worker, dq_test_timerfd) are set by test/dq/CMakeLists.txt"
 #endif
 
 namespace timewheel::test {
@@ -113,8 +114,14 @@ public:
                                              std::to_string(w.concurrency),
                                              "--outcome",
                                              w.outcome};
+        // With a skewed clock, timerfd calls bypass libfaketime (support/timerfd_passthrough.cpp
+        // says why).
         auto p = std::make_unique<child_process>(child_process::options{
-            .argv = std::move(args), .output = dir_ / (w.name + ".out"), .faketime = w.faketime});
+            .argv = std::move(args),
+            .output = dir_ / (w.name + ".out"),
+            .faketime = w.faketime,
+            .preload = w.faketime.empty() ? std::vector<std::string>{}
+                                          : std::vector<std::string>{TIMEWHEEL_DQ_TEST_TIMERFD}});
         auto& ref = *p;
         workers_[w.name] = std::move(p);
         return ref;

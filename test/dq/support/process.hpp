@@ -13,7 +13,9 @@
 // the child, with the program's own pid. Note that libfaketime fakes CLOCK_MONOTONIC too:
 // with a relative offset, steady_clock reads about the faked wall clock (a constant shift,
 // the same rate), so intervals measured on steady_clock stay true and only absolute
-// readings of either clock are off.
+// readings of either clock are off. It also moves absolute timerfd times by the offset,
+// which strands Asio's "already due" timers when the clock is ahead: see
+// support/timerfd_passthrough.cpp, preloaded first for that reason.
 //
 
 #ifndef TIMEWHEEL_TEST_DQ_SUPPORT_PROCESS_HPP
@@ -77,10 +79,11 @@ struct faketime_available {
 class child_process {
 public:
     struct options {
-        std::vector<std::string> argv{}; ///< argv[0] is the program's path
-        std::filesystem::path output{};  ///< stdout and stderr go here (appended)
-        std::string faketime{};          ///< when set, e.g. "+30s": run with this clock skew
-        std::vector<std::string> env{};  ///< extra "NAME=value" entries
+        std::vector<std::string> argv{};    ///< argv[0] is the program's path
+        std::filesystem::path output{};     ///< stdout and stderr go here (appended)
+        std::string faketime{};             ///< when set, e.g. "+30s": run with this clock skew
+        std::vector<std::string> preload{}; ///< libraries preloaded before libfaketime
+        std::vector<std::string> env{};     ///< extra "NAME=value" entries
     };
 
     explicit child_process(options opt)
@@ -101,7 +104,11 @@ public:
                 return e.starts_with("LD_PRELOAD=") || e.starts_with("FAKETIME=") ||
                        e.starts_with("ASAN_OPTIONS=");
             });
-            env.push_back("LD_PRELOAD=" + lib);
+            std::string preload;
+            for (const auto& p : opt_.preload) {
+                preload += p + ' ';
+            }
+            env.push_back("LD_PRELOAD=" + preload + lib);
             env.push_back("FAKETIME=" + opt_.faketime);
             // ASan insists on being first in the library list; a preloaded libfaketime is
             // not ASan's business (it only wraps the clock calls).

@@ -40,6 +40,7 @@
 #include <map>
 #include <memory>
 #include <string>
+#include <string_view>
 
 namespace dq = timewheel::dq;
 namespace net = boost::asio;
@@ -189,6 +190,9 @@ int main(int argc, char** argv) {
     wopt.claim.horizon = s.horizon;
     wopt.claim.lease = s.lease;
     wopt.concurrency = s.concurrency;
+    wopt.on_error = [](std::string_view what, boost::system::error_code ec) {
+        std::cerr << "dq_test_worker: " << what << ": " << ec.message() << '\n';
+    };
     // Each run: a "start" line at once, Redis TIME, a "time" line, --handler-ms of waiting,
     // an "end" line, then the report. (A coroutine: the worker keeps the job alive across
     // its suspensions.)
@@ -218,6 +222,10 @@ int main(int argc, char** argv) {
         const auto& st = worker.stats();
         std::ofstream c(s.counters, std::ios::trunc);
         c << "runs " << runs << '\n'
+          << "claims " << st.claims << '\n'
+          << "claimed " << st.claimed << '\n'
+          << "started " << st.started << '\n'
+          << "held " << st.held << '\n'
           << "acks_ok " << st.acked << '\n'
           << "acks_stale " << st.ack_stale << '\n'
           << "starts_stale " << st.stale << '\n'
