@@ -41,19 +41,37 @@ local DEF_MAX, DEF_BASE, DEF_CAP = 5, 1000, 600000
 local PENDING, DEAD, CANCELLED = 0, 4, 5
 local PREFETCHED, RUNNING = 1, 2
 
-local function fmt(n) return string.format('%.0f', n) end
+-- Redis passes a Lua number to a command as "%.17g": exact, and without an exponent, for
+-- every integer the store uses (ms up to 2^48). string.format would cost a microsecond.
+local function fmt(n) return n end
 
-local USEC = 0
+-- Redis seeds math.random the same way in every script call: seed it from the clock (the
+-- microseconds) before drawing tokens or jitter.
+local T1, T2 = 0, 0
 local function now_ms()
   local t = redis.call('TIME')
-  USEC = tonumber(t[2])
-  math.randomseed((tonumber(t[1]) % 2000) * 1000000 + USEC)
-  return tonumber(t[1]) * 1000 + math.floor(USEC / 1000)
+  T1, T2 = tonumber(t[1]), tonumber(t[2])
+  return T1 * 1000 + math.floor(T2 / 1000)
+end
+local seeded = false
+local function seed()
+  if not seeded then
+    math.randomseed((T1 % 2000) * 1000000 + T2)
+    seeded = true
+  end
 end
 
+-- djb2 modulo 2^32, three bytes per step (h < 2^32 stays exact: h * 33^3 < 2^48).
 local function hash(id)
-  local h = 5381
-  for i = 1, #id do h = (h * 33 + string.byte(id, i)) % 4294967296 end
+  local h, n, i = 5381, #id, 1
+  while i <= n do
+    local a, b, c = string.byte(id, i, i + 2)
+    h = h * 33 + a
+    if b then h = h * 33 + b end
+    if c then h = h * 33 + c end
+    h = h % 4294967296
+    i = i + 3
+  end
   return h
 end
 local function bkey(id) return P .. 't:' .. (math.floor(hash(id) / S) % B) end
@@ -63,7 +81,9 @@ local function decode(s)
   local f = string.byte(s, 1)
   local r = {st = f % 8}
   local pos
-  r.created, r.updated, pos = struct.unpack('>I6I6', s, 3)
+  r.created, r.due, pos = struct.unpack('>I6I6', s, 3)
+  r.updated = r.created
+  if bit.band(f, 64) ~= 0 then r.updated, pos = struct.unpack('>I6', s, pos) end
   if bit.band(f, 8) ~= 0 then
     r.max, r.base, r.cap, pos = struct.unpack('>I4I6I6', s, pos)
   else
@@ -84,7 +104,11 @@ end
 
 local function encode(r)
   local f = r.st
-  local parts = {struct.pack('>I6I6', r.created, r.updated)}
+  local parts = {struct.pack('>I6I6', r.created, r.due)}
+  if r.updated ~= r.created then
+    f = f + 64
+    parts[#parts + 1] = struct.pack('>I6', r.updated)
+  end
   if r.max ~= DEF_MAX or r.base ~= DEF_BASE or r.cap ~= DEF_CAP then
     f = f + 8
     parts[#parts + 1] = struct.pack('>I4I6I6', r.max, r.base, r.cap)
@@ -145,14 +169,19 @@ local function delete_rec(bk, id, n)
   redis.call('HDEL', bk, unpack(d))
 end
 
--- A claimed task's state in KK: state, due, attempt, started, token, worker.
+-- A claimed task's state in KK: state, due, attempt, started, the record's chunk count,
+-- token, worker. Padded to 65 bytes so that KK is a hashtable (O(1) lookups) even with a
+-- few hundred tasks in flight: a listpack would be scanned whole at every lookup.
 local function kk_decode(v)
-  local st, due, att, started, tl, pos = struct.unpack('>BI6I4I6B', v)
-  return {st = st, due = due, att = att, started = started,
-          token = string.sub(v, pos, pos + tl - 1), worker = string.sub(v, pos + tl)}
+  local st, due, att, started, n, tl, wl, pos = struct.unpack('>BI6I4I6BBB', v)
+  return {st = st, due = due, att = att, started = started, n = n,
+          token = string.sub(v, pos, pos + tl - 1), worker = string.sub(v, pos + tl, pos + tl + wl - 1)}
 end
 local function kk_encode(c)
-  return struct.pack('>BI6I4I6B', c.st, c.due, c.att, c.started, #c.token) .. c.token .. c.worker
+  local v = struct.pack('>BI6I4I6BBB', c.st, c.due, c.att, c.started, c.n, #c.token, #c.worker) ..
+            c.token .. c.worker
+  if #v < 65 then v = v .. string.rep('-', 65 - #v) end
+  return v
 end
 
 local function token(now)
@@ -160,10 +189,65 @@ local function token(now)
                        math.random(0, 268435455))
 end
 
--- Publishes a wake-up when one of `ids` is now the shard's earliest delayed task.
-local function wake_if_head(ids)
+-- Where a delayed task waits. Tasks due within AHEAD ms wait in KD, one sorted set; later
+-- ones in a small sorted set per W-ms slot of due time, {Q:s}:w:<slot>, indexed by KW (slot
+-- -> its start). A slot holds few tasks, so Redis keeps it a listpack (about 25 bytes a task
+-- instead of about 105 in KD's skiplist); claim moves the slots coming within reach into KD.
+local W, AHEAD = 10000, 10000
+local KW = P .. 'wi'
+local function place(id, due, now)
+  if due <= now + AHEAD then
+    redis.call('ZADD', KD, due, id)
+    return
+  end
+  local slot = math.floor(due / W)
+  redis.call('ZADD', P .. 'w:' .. slot, due, id)
+  redis.call('ZADD', KW, slot * W, slot)
+end
+local function unplace(id, due)
+  if redis.call('ZREM', KD, id) == 1 then return end
+  local slot = math.floor(due / W)
+  local key = P .. 'w:' .. slot
+  if redis.call('ZREM', key, id) == 1 and redis.call('EXISTS', key) == 0 then
+    redis.call('ZREM', KW, slot)
+  end
+end
+-- Moves the slots that start by `limit` into KD (at most 64 slots a call, oldest first).
+local function promote(limit)
+  local slots = redis.call('ZRANGEBYSCORE', KW, '-inf', limit, 'LIMIT', 0, 64)
+  if #slots == 0 then return end
+  for _, slot in ipairs(slots) do
+    local key = P .. 'w:' .. slot
+    local m = redis.call('ZRANGE', key, 0, -1, 'WITHSCORES')
+    local args = {}
+    for i = 1, #m, 2 do
+      args[#args + 1] = m[i + 1]
+      args[#args + 1] = m[i]
+      if #args >= 4000 then
+        redis.call('ZADD', KD, unpack(args))
+        args = {}
+      end
+    end
+    if #args > 0 then redis.call('ZADD', KD, unpack(args)) end
+    redis.call('DEL', key)
+  end
+  redis.call('ZREM', KW, unpack(slots))
+end
+-- The shard's earliest delayed due time, or nil.
+local function earliest()
   local h = redis.call('ZRANGE', KD, 0, 0, 'WITHSCORES')
-  if h[1] and ids[h[1]] then redis.call('PUBLISH', CHAN, h[2]) end
+  local e = h[2] and tonumber(h[2])
+  local w = redis.call('ZRANGE', KW, 0, 0, 'WITHSCORES')
+  if w[2] and (not e or tonumber(w[2]) < e) then
+    local f = redis.call('ZRANGE', P .. 'w:' .. w[1], 0, 0, 'WITHSCORES')
+    if f[2] and (not e or tonumber(f[2]) < e) then e = tonumber(f[2]) end
+  end
+  return e
+end
+-- Publishes a wake-up when one of the due times in `dues` is now the shard's earliest.
+local function wake(dues)
+  local e = earliest()
+  if e and dues[e] then redis.call('PUBLISH', CHAN, e) end
 end
 
 local function due_from(kind, value, now)
@@ -197,6 +281,7 @@ end
 
 -- The retry delay after attempt `att` failed: uniform in [0, min(cap, base * 2^(att-1))].
 local function backoff(r, att)
+  seed()
   local d = r.base * math.pow(2, math.max(att - 1, 0))
   if d > r.cap then d = r.cap end
   return math.floor(math.random() * (d + 1))
@@ -220,21 +305,24 @@ local bk = bkey(id)
 local r, n = read_rec(bk, id)
 if r then
   if replace and r.st == PENDING and redis.call('HEXISTS', KK, id) == 0 then
+    local old = r.due
     r.payload = payload
     r.updated = now
+    r.due = due
     write_rec(bk, id, r, n)
-    redis.call('ZADD', KD, fmt(due), id)
-    wake_if_head({[id] = true})
+    unplace(id, old)
+    place(id, due, now)
+    wake({[due] = true})
     return 'replaced'
   end
   return 'exists'
 end
 if redis.call('ZSCORE', KDONE, id) then return 'exists' end
-write_rec(bk, id, {st = PENDING, created = now, updated = now, max = tonumber(ARGV[15]),
-                   base = tonumber(ARGV[16]), cap = tonumber(ARGV[17]), att = 0, err = '',
-                   payload = payload}, 0)
-redis.call('ZADD', KD, fmt(due), id)
-wake_if_head({[id] = true})
+write_rec(bk, id, {st = PENDING, created = now, updated = now, due = due,
+                   max = tonumber(ARGV[15]), base = tonumber(ARGV[16]), cap = tonumber(ARGV[17]),
+                   att = 0, err = '', payload = payload}, 0)
+place(id, due, now)
+wake({[due] = true})
 return 'created'
 )lua";
 
@@ -256,7 +344,7 @@ if cv then
   redis.call('HDEL', KK, id)
   redis.call('ZREM', KL, id)
 else
-  redis.call('ZREM', KD, id)
+  unplace(id, r.due)
 end
 r.st = CANCELLED
 r.updated = now
@@ -285,11 +373,14 @@ if cv then
   if kk_decode(cv).st == RUNNING then return redis.error_reply('DQ wrong_state') end
   redis.call('HDEL', KK, id)
   redis.call('ZREM', KL, id)
+else
+  unplace(id, r.due)
 end
-redis.call('ZADD', KD, fmt(due), id)
+place(id, due, now)
 r.updated = now
+r.due = due
 write_rec(bk, id, r, n)
-wake_if_head({[id] = true})
+wake({[due] = true})
 return 'ok'
 )lua";
 
@@ -317,7 +408,7 @@ else
       due = c.due
       if c.st == RUNNING then state = 'running'; att = c.att else state = 'prefetched' end
     else
-      due = tonumber(redis.call('ZSCORE', KD, id) or 0)
+      due = r.due
     end
   end
   out = {state, att, due, r.created, r.updated, r.max, r.base, r.cap, r.err, r.payload}
@@ -377,10 +468,11 @@ r.st = PENDING
 r.att = 0
 r.err = ''
 r.updated = now
+r.due = due
 write_rec(bk, id, r, n)
 redis.call('ZREM', KDEAD, id)
-redis.call('ZADD', KD, fmt(due), id)
-wake_if_head({[id] = true})
+place(id, due, now)
+wake({[due] = true})
 return 'ok'
 )lua";
 
@@ -400,6 +492,7 @@ const char* const claim_body = R"lua(
 local limit, horizon, lease, worker = tonumber(ARGV[11]), tonumber(ARGV[12]),
                                       tonumber(ARGV[13]), ARGV[14]
 local now = now_ms()
+seed()
 -- Expired leases first: a prefetched task goes back at its due time (it never started); a
 -- running one has used its attempt: retried now, or dead when it was the last.
 local expired = redis.call('ZRANGEBYSCORE', KL, '-inf', fmt(now), 'LIMIT', 0, 64)
@@ -422,16 +515,18 @@ if #expired > 0 then
           if c.att >= r.max then
             die(bk, id, r, n, now)
           else
+            r.due = now
             write_rec(bk, id, r, n)
-            redis.call('ZADD', KD, fmt(now), id)
+            place(id, now, now)
           end
         end
       else
-        redis.call('ZADD', KD, fmt(c.due), id)
+        place(id, c.due, now)
       end
     end
   end
 end
+promote(now + horizon + AHEAD)
 local out = {now, -1}
 if limit > 0 then
   local ids = redis.call('ZRANGEBYSCORE', KD, '-inf', fmt(now + horizon), 'WITHSCORES',
@@ -442,14 +537,14 @@ if limit > 0 then
     local za, ha = {}, {}
     for i = 1, #ids, 2 do
       local id, due = ids[i], tonumber(ids[i + 1])
-      local r = read_rec(bkey(id), id)
+      local r, rn = read_rec(bkey(id), id)
       if r then
         local tok = token(now)
         local att = r.att + 1
         za[#za + 1] = fmt(math.max(due, now) + lease)
         za[#za + 1] = id
         ha[#ha + 1] = id
-        ha[#ha + 1] = kk_encode({st = PREFETCHED, due = due, att = att, started = 0,
+        ha[#ha + 1] = kk_encode({st = PREFETCHED, due = due, att = att, started = 0, n = rn,
                                  token = tok, worker = worker})
         out[#out + 1] = id; out[#out + 1] = tok; out[#out + 1] = due; out[#out + 1] = att
         out[#out + 1] = r.payload; out[#out + 1] = r.max; out[#out + 1] = r.base
@@ -462,18 +557,19 @@ if limit > 0 then
     end
   end
 end
-local h = redis.call('ZRANGE', KD, 0, 0, 'WITHSCORES')
-if h[2] then out[2] = tonumber(h[2]) end
+out[2] = earliest() or -1
 return out
 )lua";
 
 // ARGV[11..]: (id, token) pairs. Returns one letter per lease: r started, s stale, e too early.
 const char* const start_body = R"lua(
 local now = now_ms()
-local res, ha = {}, {}
+local res, ha, ids = {}, {}, {}
+for i = 11, #ARGV, 2 do ids[#ids + 1] = ARGV[i] end
+local cvs = redis.call('HMGET', KK, unpack(ids))
 for i = 11, #ARGV, 2 do
   local id, tok = ARGV[i], ARGV[i + 1]
-  local cv = redis.call('HGET', KK, id)
+  local cv = cvs[(i - 9) / 2]
   local c = cv and kk_decode(cv)
   if not c or c.token ~= tok then
     res[#res + 1] = 's'
@@ -515,10 +611,12 @@ return table.concat(res)
 // ended). One letter per ack: o ok, s stale.
 const char* const ack_body = R"lua(
 local now = now_ms()
-local res, valid, gone = {}, {}, {}
+local res, valid, gone, all = {}, {}, {}, {}
+for i = 11, #ARGV, 7 do all[#all + 1] = ARGV[i] end
+local cvs = redis.call('HMGET', KK, unpack(all))
 for i = 11, #ARGV, 7 do
   local id, tok = ARGV[i], ARGV[i + 1]
-  local cv = redis.call('HGET', KK, id)
+  local cv = cvs[(i - 4) / 7]
   local c = cv and kk_decode(cv)
   if c and c.token == tok and not gone[id] then
     valid[#valid + 1] = {i, c}
@@ -542,8 +640,7 @@ for _, v in ipairs(valid) do
   if ended <= 0 then ended = now end
   local bk = bkey(id)
   if kind == 's' then
-    local head = redis.call('HGET', bk, id)
-    if head then delete_rec(bk, id, string.byte(head, 2)) end
+    delete_rec(bk, id, c.n)
     done_ids[#done_ids + 1] = fmt(now)
     done_ids[#done_ids + 1] = id
     log(id, c.att, c.worker, started, ended, 'success', '')
@@ -565,9 +662,10 @@ for _, v in ipairs(valid) do
         else
           local delay = after
           if delay < 0 then delay = backoff(r, c.att) end
+          r.due = now + delay
           write_rec(bk, id, r, n)
-          redis.call('ZADD', KD, fmt(now + delay), id)
-          woke[id] = true
+          place(id, r.due, now)
+          woke[r.due] = true
         end
       end
     end
@@ -578,12 +676,13 @@ if #done_ids > 0 then
   trim(KDONE, DONE_MAX, DONE_AGE, now)
 end
 if any_dead then trim(KDEAD, DEAD_MAX, DEAD_AGE, now) end
-if next(woke) then wake_if_head(woke) end
+if next(woke) then wake(woke) end
 return table.concat(res)
 )lua";
 
 // ARGV[11..]: (id, token) pairs of prefetched tasks, delayed again at their due time.
 const char* const release_body = R"lua(
+local now = now_ms()
 local res, woke = {}, {}
 for i = 11, #ARGV, 2 do
   local id, tok = ARGV[i], ARGV[i + 1]
@@ -592,14 +691,14 @@ for i = 11, #ARGV, 2 do
   if c and c.token == tok and c.st == PREFETCHED then
     redis.call('HDEL', KK, id)
     redis.call('ZREM', KL, id)
-    redis.call('ZADD', KD, fmt(c.due), id)
-    woke[id] = true
+    place(id, c.due, now)
+    woke[c.due] = true
     res[#res + 1] = 'o'
   else
     res[#res + 1] = 's'
   end
 end
-if next(woke) then wake_if_head(woke) end
+if next(woke) then wake(woke) end
 return table.concat(res)
 )lua";
 

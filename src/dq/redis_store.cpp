@@ -113,6 +113,8 @@ struct call_args {
 
 constexpr std::size_t max_error_bytes = 1024;
 constexpr std::size_t max_worker_bytes = 200;
+// The most leases or acks in one call (Lua's unpack() takes about 8000 values).
+constexpr std::size_t max_batch = 4000;
 constexpr std::int64_t max_backoff_ms = (std::int64_t(1) << 48) - 1;
 
 } // namespace
@@ -705,6 +707,9 @@ public:
     }
 
     error_code check_leases(const std::vector<lease_ref>& leases) const {
+        if (leases.size() > max_batch) {
+            return error::invalid_argument;
+        }
         for (const auto& l : leases) {
             if (auto ec = check_id(l.id)) {
                 return ec;
@@ -780,6 +785,9 @@ public:
         error_code ec;
         std::vector<std::string_view> ids;
         ids.reserve(acks.size());
+        if (acks.size() > max_batch) {
+            ec = error::invalid_argument;
+        }
         for (const auto& a : acks) {
             if (!ec) {
                 ec = check_id(a.lease.id);

@@ -647,6 +647,9 @@ void worker_impl::report(worker_record& r, outcome o) {
     }
     --running_;
     stats_.running = running_;
+    if (running_ == 0) {
+        renew_timer_.cancel(); // an idle worker keeps no timer but the claim's
+    }
     ack a{{std::move(r.task_.id), std::move(r.task_.token)}, std::move(o), r.started_, store_now()};
     release_record(r);
     if (closed_) {
@@ -854,6 +857,9 @@ void worker_impl::maybe_finish_stop() {
 
 void worker_impl::finish_stop(error_code ec) {
     stop_timer_.cancel();
+    if (running_ == 0) {
+        renew_timer_.cancel();
+    }
     stopped_ = true;
     auto h = std::move(stop_handler_);
     stop_handler_ = nullptr;

@@ -592,6 +592,35 @@ BOOST_AUTO_TEST_CASE(a_stop_whose_deadline_passes_says_timed_out) {
     BOOST_TEST(f.status("stuck").state == dq::task_state::finished);
 }
 
+BOOST_AUTO_TEST_CASE(a_worker_destroyed_with_a_job_out_leaves_the_lease_to_run_out) {
+    fixture f;
+    std::optional<dq::job> held;
+    {
+        auto o = options();
+        o.claim.lease = 500ms;
+        dq::worker w(*f.store, o, [&](dq::job j) { held = std::move(j); });
+        w.start();
+        f.submit("orphan", 0ms, "p", {2, 10ms, 10ms});
+        BOOST_REQUIRE(f.wait([&] { return held.has_value(); }));
+    }
+    BOOST_TEST(held->id() == "orphan");
+    held->succeed(); // the worker is gone: nothing is sent, nothing breaks
+    BOOST_TEST(!held->valid());
+    timewheel::test::run_for(f.io, 100ms);
+    BOOST_TEST(f.status("orphan").state == dq::task_state::running);
+    // Its lease runs out, and the next worker runs it again (attempt 2).
+    std::vector<std::uint32_t> attempts;
+    dq::worker w2(*f.store, options("w2"), [&](const dq::job& j) {
+        attempts.push_back(j.attempt());
+        return dq::outcome::success();
+    });
+    w2.start();
+    BOOST_REQUIRE(f.wait([&] { return w2.stats().acked == 1; }));
+    BOOST_TEST(attempts == std::vector<std::uint32_t>{2}, boost::test_tools::per_element());
+    BOOST_TEST(f.status("orphan").state == dq::task_state::finished);
+    BOOST_TEST(f.stop(w2) == error_code());
+}
+
 BOOST_AUTO_TEST_CASE(a_clock_sample_that_lies_cannot_make_a_task_start_early) {
     fixture f;
     // The claims say the store's clock is 30 s ahead: the worker fires 30 s early, and the

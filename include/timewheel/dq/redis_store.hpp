@@ -49,9 +49,11 @@ struct redis_store_options {
     std::size_t shards = 64;
 
     /// Record buckets per shard (1..65536), fixed with the shard count. Each bucket is a
-    /// small hash; Redis keeps it compact (listpack) while it holds fewer fields than its
-    /// hash-max-listpack-entries (128 by default; a task takes one field per 64 bytes of
-    /// record). 1024 keeps 1M tasks of 100-byte payloads compact with 64 shards.
+    /// small hash; Redis keeps it compact (listpack) while it holds at most
+    /// hash-max-listpack-entries fields (512 by default; a task takes one field per 64 bytes
+    /// of record, two for a 100-byte payload). 1024 keeps 1M such tasks at about 30 fields a
+    /// bucket with 64 shards; beyond about 16M a bucket turns into a hashtable (correct, and
+    /// about 70 bytes a task larger).
     std::size_t buckets = 1024;
 
     /// What the store accepts.
