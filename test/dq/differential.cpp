@@ -422,10 +422,10 @@ std::size_t steps() {
 } // namespace
 
 BOOST_AUTO_TEST_CASE(standalone_matches_the_model,
-                     *boost::unit_test::precondition(timewheel::test::redis_available())) {
+                     *boost::unit_test::precondition(timewheel::test_support::redis_available())) {
     const auto seed =
         timewheel::test_support::seed_from_environment("dq_differential standalone", 20261123);
-    timewheel::test::redis_server server;
+    timewheel::test_support::redis_server server;
     boost::asio::io_context io;
     dq::redis_store_options o;
     o.name = "diff";
@@ -435,11 +435,11 @@ BOOST_AUTO_TEST_CASE(standalone_matches_the_model,
     differential(io, store, seed, steps());
 }
 
-BOOST_AUTO_TEST_CASE(cluster_matches_the_model,
-                     *boost::unit_test::precondition(timewheel::test::cluster_available())) {
+BOOST_AUTO_TEST_CASE(cluster_matches_the_model, *boost::unit_test::precondition(
+                                                    timewheel::test_support::cluster_available())) {
     const auto seed =
         timewheel::test_support::seed_from_environment("dq_differential cluster", 20261124);
-    timewheel::test::cluster_fixture cluster;
+    timewheel::test_support::cluster_fixture cluster;
     boost::asio::io_context io;
     redis::cluster_config cfg;
     cfg.node.port = cluster.ports[1];
@@ -451,5 +451,5 @@ BOOST_AUTO_TEST_CASE(cluster_matches_the_model,
         dq::redis_store store(io.get_executor(), cfg, o);
         differential(io, store, seed, steps());
     }
-    timewheel::test::run_for(io, 50ms); // let the cluster close on the io_context's thread
+    timewheel::test_support::run_for(io, 50ms); // let the cluster close on the io_context's thread
 }

@@ -28,8 +28,8 @@
 
 namespace dq = timewheel::dq;
 namespace redis = timewheel::redis;
-using timewheel::test::redis_available;
-using timewheel::test::redis_server;
+using timewheel::test_support::redis_available;
+using timewheel::test_support::redis_server;
 using namespace std::chrono_literals;
 using boost::system::error_code;
 
@@ -551,9 +551,9 @@ BOOST_AUTO_TEST_CASE(a_new_earliest_task_publishes_a_wakeup) {
     fixture f;
     std::optional<std::pair<error_code, dq::time_point>> got;
     f.store->wait_wakeup([&](error_code ec, dq::time_point t) { got.emplace(ec, t); });
-    timewheel::test::run_for(f.io, 300ms); // let the subscription reach the server
+    timewheel::test_support::run_for(f.io, 300ms); // let the subscription reach the server
     BOOST_TEST(!std::get<0>(f.submit(make("w", 1h))));
-    BOOST_REQUIRE(timewheel::test::run_until(
+    BOOST_REQUIRE(timewheel::test_support::run_until(
         f.io, [&] { return got.has_value(); }, 10s));
     BOOST_TEST(!got->first);
     BOOST_TEST(got->second == f.status_ok("w").due);
@@ -597,7 +597,7 @@ BOOST_AUTO_TEST_CASE(redis_out_of_memory_fails_the_submit_and_writes_nothing) {
 BOOST_AUTO_TEST_CASE(an_unreachable_server_fails_after_the_request_timeout) {
     boost::asio::io_context io;
     redis::config cfg;
-    cfg.port = timewheel::test::free_port(); // nobody listens there
+    cfg.port = timewheel::test_support::free_port(); // nobody listens there
     cfg.request_timeout = 300ms;
     cfg.connect_timeout = 100ms;
     dq::redis_store store(io.get_executor(), cfg, fixture::small());

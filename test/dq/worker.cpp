@@ -38,9 +38,9 @@
 #include <vector>
 
 namespace dq = timewheel::dq;
-using timewheel::test::redis_available;
-using timewheel::test::redis_server;
-using timewheel::test::run_until;
+using timewheel::test_support::redis_available;
+using timewheel::test_support::redis_server;
+using timewheel::test_support::run_until;
 using namespace std::chrono_literals;
 using boost::system::error_code;
 
@@ -156,7 +156,7 @@ struct fixture {
 
     ~fixture() {
         store->close();
-        timewheel::test::run_for(io, 20ms);
+        timewheel::test_support::run_for(io, 20ms);
     }
 
     std::string submit(std::string id, dq::due_time due, std::string payload = "p",
@@ -244,7 +244,7 @@ BOOST_AUTO_TEST_CASE(a_task_runs_once_never_before_its_due_time_by_the_stores_cl
     const auto submitted = f.now();
     f.submit("once", 400ms, "hello");
     BOOST_REQUIRE(f.wait([&] { return w.stats().acked == 1; }));
-    timewheel::test::run_for(f.io, 600ms); // time for a second run, which must not come
+    timewheel::test_support::run_for(f.io, 600ms); // time for a second run, which must not come
     BOOST_REQUIRE_EQUAL(runs.size(), 1u);
     BOOST_TEST(runs[0].id == "once");
     BOOST_TEST(runs[0].attempt == 1u);
@@ -278,7 +278,7 @@ BOOST_AUTO_TEST_CASE(many_random_due_times_all_run_in_due_order_within_each_batc
         f.submit("r" + std::to_string(i), dq::duration(delay(rng)));
     }
     BOOST_REQUIRE(f.wait([&] { return runs.size() >= n && w.stats().acked >= n; }, 60s));
-    timewheel::test::run_for(f.io, 300ms);
+    timewheel::test_support::run_for(f.io, 300ms);
     BOOST_TEST(runs.size() == std::size_t(n));
     std::set<std::string> ids;
     std::size_t early = 0, disorder = 0;
@@ -314,7 +314,7 @@ BOOST_AUTO_TEST_CASE(a_cancel_before_the_due_time_wins_also_over_a_prefetched_ta
     BOOST_TEST(f.cancel("pre") == dq::cancel_result::cancelled);
     BOOST_TEST(f.cancel("late") == dq::cancel_result::cancelled);
     BOOST_REQUIRE(f.wait([&] { return runs.size() == 1 && w.stats().stale == 1; }));
-    timewheel::test::run_for(f.io, 300ms);
+    timewheel::test_support::run_for(f.io, 300ms);
     BOOST_REQUIRE_EQUAL(runs.size(), 1u);
     BOOST_TEST(runs[0].id == "keep");
     BOOST_TEST(f.status("pre").state == dq::task_state::cancelled);
@@ -338,7 +338,7 @@ BOOST_AUTO_TEST_CASE(a_prefetched_task_rescheduled_runs_once_at_its_new_time) {
         dq_test::call<>(f.io, [&](auto h) { f.store->reschedule("move", new_due, std::move(h)); });
     BOOST_REQUIRE_MESSAGE(!ec, ec.message());
     BOOST_REQUIRE(f.wait([&] { return w.stats().acked == 1; }));
-    timewheel::test::run_for(f.io, 300ms);
+    timewheel::test_support::run_for(f.io, 300ms);
     BOOST_REQUIRE_EQUAL(runs.size(), 1u);
     BOOST_TEST(runs[0].due == new_due);
     BOOST_TEST((runs[0].store_time >= new_due), "ran before its new due time");
@@ -369,7 +369,7 @@ BOOST_AUTO_TEST_CASE(retries_follow_the_policy_then_dead_then_requeued_runs_agai
     w.start();
     f.submit("flaky", 0ms, "p", {3, 10ms, 40ms});
     BOOST_REQUIRE(f.wait([&] { return w.stats().retried == 3 && w.stats().acked == 3; }));
-    timewheel::test::run_for(f.io, 500ms);
+    timewheel::test_support::run_for(f.io, 500ms);
     BOOST_REQUIRE_EQUAL(runs.size(), 3u);
     for (std::size_t i = 0; i < runs.size(); ++i) {
         BOOST_TEST(runs[i].attempt == i + 1);
@@ -487,7 +487,7 @@ BOOST_AUTO_TEST_CASE(a_handler_longer_than_the_lease_keeps_it_through_renewals) 
     b.start();
     f.submit("long", 0ms);
     BOOST_REQUIRE(f.wait([&] { return a.stats().acked + b.stats().acked == 1; }));
-    timewheel::test::run_for(f.io, 500ms);
+    timewheel::test_support::run_for(f.io, 500ms);
     BOOST_TEST(calls == 1);
     BOOST_TEST(a.stats().renewals + b.stats().renewals >= 3u);
     BOOST_TEST(a.stats().ack_stale + b.stats().ack_stale == 0u);
@@ -546,7 +546,7 @@ BOOST_AUTO_TEST_CASE(a_graceful_stop_releases_prefetched_tasks_and_waits_for_run
     bool reported_before_stop = false;
     a.async_stop(std::chrono::steady_clock::now() + 20s, [&](error_code ec) { stopped = ec; });
     BOOST_REQUIRE(f.wait([&] { return a.stats().released == 5; }));
-    timewheel::test::run_for(f.io, 200ms);
+    timewheel::test_support::run_for(f.io, 200ms);
     BOOST_TEST(!stopped.has_value()); // waits for the running one
     timewheel::wheel_timer later(f.io, 300ms);
     later.async_wait([&](error_code) {
@@ -606,7 +606,7 @@ BOOST_AUTO_TEST_CASE(a_worker_destroyed_with_a_job_out_leaves_the_lease_to_run_o
     BOOST_TEST(held->id() == "orphan");
     held->succeed(); // the worker is gone: nothing is sent, nothing breaks
     BOOST_TEST(!held->valid());
-    timewheel::test::run_for(f.io, 100ms);
+    timewheel::test_support::run_for(f.io, 100ms);
     BOOST_TEST(f.status("orphan").state == dq::task_state::running);
     // Its lease runs out, and the next worker runs it again (attempt 2).
     std::vector<std::uint32_t> attempts;

@@ -36,7 +36,7 @@
     "TIMEWHEEL_DQ_TEST_WORKER and _TIMERFD (paths of dq_test_worker, dq_test_timerfd) are set by test/dq/CMakeLists.txt"
 #endif
 
-namespace timewheel::test {
+namespace timewheel::test_support {
 
 namespace dq = timewheel::dq;
 
@@ -305,6 +305,6 @@ inline std::vector<std::string> ids_of(const std::vector<dq::task>& tasks) {
     return ids;
 }
 
-} // namespace timewheel::test
+} // namespace timewheel::test_support
 
 #endif // TIMEWHEEL_TEST_DQ_SUPPORT_FAULT_ENV_HPP

@@ -44,7 +44,7 @@
 
 extern char** environ;
 
-namespace timewheel::test {
+namespace timewheel::test_support {
 
 /// The preload library of Debian's libfaketime (package `faketime`), or empty if absent.
 /// $TIMEWHEEL_LIBFAKETIME overrides the search.
@@ -237,6 +237,6 @@ private:
     int exit_status_ = 0;
 };
 
-} // namespace timewheel::test
+} // namespace timewheel::test_support
 
 #endif // TIMEWHEEL_TEST_DQ_SUPPORT_PROCESS_HPP

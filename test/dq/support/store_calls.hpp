@@ -33,7 +33,7 @@ template <typename... R, typename Start>
 std::tuple<boost::system::error_code, R...> call(boost::asio::io_context& io, Start start) {
     std::optional<std::tuple<boost::system::error_code, R...>> out;
     start([&out](boost::system::error_code ec, R... r) { out.emplace(ec, std::move(r)...); });
-    if (!timewheel::test::run_until(
+    if (!timewheel::test_support::run_until(
             io, [&] { return out.has_value(); }, std::chrono::seconds(60))) {
         throw std::runtime_error("a dq::store operation did not complete within 60 s");
     }

@@ -45,7 +45,7 @@
 namespace dq = timewheel::dq;
 namespace net = boost::asio;
 namespace redis = timewheel::redis;
-using timewheel::test::run_log_writer;
+using timewheel::test_support::run_log_writer;
 
 namespace {
 
