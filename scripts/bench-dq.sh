@@ -41,7 +41,11 @@ if [ "$only" != bullmq ]; then
 fi
 dq="$build/bench/dq/dq_bench"
 if [ "$only" != timewheel ] && [ ! -d bench/bullmq/node_modules ]; then
-  (cd bench/bullmq && npm ci --no-audit --no-fund >/dev/null)
+  # npm ci when the lock is complete; npm 11 counts the optional platform packages of
+  # msgpackr-extract as missing from a lock written elsewhere, so fall back on npm install
+  # (versions still pinned by package.json and the lock, nothing saved).
+  (cd bench/bullmq && { npm ci --no-audit --no-fund >/dev/null 2>&1 ||
+                        npm install --no-audit --no-fund --no-save >/dev/null; })
 fi
 
 dir=$(mktemp -d /tmp/timewheel-bench-dq-XXXXXX)
