@@ -571,6 +571,9 @@ struct large_counting_handler : counting_handler {
 };
 
 static_assert(timewheel::detail::fits_inline<counting_handler>);
+// A coroutine's wait (use_awaitable) is kept inline too.
+static_assert(timewheel::detail::fits_inline<
+              net::detail::awaitable_handler<net::any_io_executor, error_code>>);
 static_assert(!timewheel::detail::fits_inline<large_counting_handler>);
 
 } // namespace
