@@ -17,6 +17,7 @@
 
 #include <chrono>
 #include <cstddef>
+#include <cstdint>
 #include <memory>
 #include <string>
 
@@ -50,6 +51,12 @@ struct sqlite_store_options {
     /// may be lost in a power failure, not in a crash of the process). For tests and
     /// benchmarks of what fsync costs.
     bool fsync = true;
+};
+
+/// What a dq::sqlite_store has written so far.
+struct sqlite_store_stats {
+    std::uint64_t transactions = 0; ///< groups committed (one fsync each)
+    std::uint64_t operations = 0;   ///< operations run in them
 };
 
 /// The error category of SQLite's result codes ("timewheel.dq.sqlite"): the store's
@@ -100,6 +107,9 @@ public:
     /// The options as given.
     const sqlite_store_options& options() const noexcept;
 
+    /// What it has written so far.
+    sqlite_store_stats stats() const noexcept;
+
     /// Like the destructor; operations started afterwards fail with operation_aborted.
     void close();
 
@@ -135,6 +145,7 @@ private:
     sqlite_store_options opt_;
     std::shared_ptr<detail::sqlite_waiter> waiter_;
     std::unique_ptr<detail::sqlite_engine> engine_;
+    sqlite_store_stats stats_at_close_;
 };
 
 } // namespace timewheel::dq

@@ -27,6 +27,7 @@
 #include <sqlite3.h>
 
 #include <algorithm>
+#include <atomic>
 #include <charconv>
 #include <condition_variable>
 #include <deque>
@@ -256,7 +257,7 @@ public:
         }
         if (h_) {
             // One wait at a time: the older one gives way.
-            post(std::move(h_), boost::asio::error::operation_aborted, time_point{});
+            post(take(), boost::asio::error::operation_aborted, time_point{});
         }
         if (pending_) {
             const auto t = *pending_;
@@ -264,7 +265,7 @@ public:
             post(std::move(h), error_code(), t);
             return;
         }
-        h_ = std::move(h);
+        h_.emplace(std::move(h));
     }
 
     void wake(time_point t) {
@@ -272,7 +273,7 @@ public:
             return;
         }
         if (h_) {
-            post(std::move(h_), error_code(), t);
+            post(take(), error_code(), t);
             return;
         }
         pending_ = pending_ ? std::min(*pending_, t) : t;
@@ -281,18 +282,25 @@ public:
     void close() {
         closed_ = true;
         if (h_) {
-            post(std::move(h_), boost::asio::error::operation_aborted, time_point{});
+            post(take(), boost::asio::error::operation_aborted, time_point{});
         }
     }
 
 private:
+    // (an optional: Boost 1.81's any_completion_handler recurses forever on move assignment)
+    store::handler<void(error_code, time_point)> take() {
+        auto h = std::move(*h_);
+        h_.reset();
+        return h;
+    }
+
     template <typename H>
     void post(H h, error_code ec, time_point t) {
         boost::asio::post(ex_, boost::asio::append(std::move(h), ec, t));
     }
 
     store::executor_type ex_;
-    store::handler<void(error_code, time_point)> h_;
+    std::optional<store::handler<void(error_code, time_point)>> h_;
     std::optional<time_point> pending_;
     bool closed_ = false;
 };
@@ -342,6 +350,11 @@ public:
         if (thread_.joinable()) {
             thread_.join();
         }
+    }
+
+    sqlite_store_stats stats() const noexcept {
+        return {transactions_.load(std::memory_order_relaxed),
+                operations_.load(std::memory_order_relaxed)};
     }
 
     // --- the operations, on the engine's thread, inside a transaction -------------------
@@ -787,6 +800,10 @@ private:
             dead_count_ = dead_before;
             wake.reset();
         }
+        if (!group_ec) {
+            transactions_.fetch_add(1, std::memory_order_relaxed);
+            operations_.fetch_add(group.size(), std::memory_order_relaxed);
+        }
         for (auto& op : group) {
             if (group_ec) {
                 op->fail(group_ec);
@@ -1008,6 +1025,9 @@ private:
     std::vector<std::int64_t> woke_; // due times made delayed in this group
     bool logged_ = false;
 
+    std::atomic<std::uint64_t> transactions_{0};
+    std::atomic<std::uint64_t> operations_{0};
+
     std::mutex m_;
     std::condition_variable cv_;
     std::deque<std::unique_ptr<sqlite_op>> q_;
@@ -1192,9 +1212,14 @@ sqlite_store::~sqlite_store() {
 void sqlite_store::close() {
     if (engine_) {
         engine_->stop();
+        stats_at_close_ = engine_->stats();
         engine_.reset();
     }
     waiter_->close();
+}
+
+sqlite_store_stats sqlite_store::stats() const noexcept {
+    return engine_ ? engine_->stats() : stats_at_close_;
 }
 
 const sqlite_store_options& sqlite_store::options() const noexcept {
