@@ -47,8 +47,8 @@ std::string task_id(const char* prefix, long i) {
 }
 
 // Submits n tasks due now, `in_flight` at a time; returns submits per second.
-double submit_rate(boost::asio::io_context& io, dq::sqlite_store& store, const char* prefix,
-                   long n, long in_flight) {
+double submit_rate(boost::asio::io_context& io, dq::sqlite_store& store, const char* prefix, long n,
+                   long in_flight) {
     long sent = 0, done = 0;
     std::function<void()> one = [&] {
         dq::task t;
@@ -162,8 +162,7 @@ void run(const std::filesystem::path& dir, long n, bool fsync) {
         const double many = submit_rate(io, store, "a", n, 256);
         const auto s1 = store.stats();
         std::printf("%s\n  submit, 1 in flight:    %9.0f /s\n", mode, one);
-        std::printf("  submit, 256 in flight:  %9.0f /s  (%.1f operations per transaction)\n",
-                    many,
+        std::printf("  submit, 256 in flight:  %9.0f /s  (%.1f operations per transaction)\n", many,
                     double(s1.operations - s0.operations) /
                         double(std::max<std::uint64_t>(s1.transactions - s0.transactions, 1)));
         const double csa = claim_start_ack_rate(io, store, n + std::min<long>(n / 10, 2000), 256);
