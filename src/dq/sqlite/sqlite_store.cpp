@@ -714,9 +714,12 @@ private:
                 exec("INSERT INTO meta(key, value) VALUES ('schema_version', 1)");
             } else if (*version > schema_version) {
                 exec("ROLLBACK");
-                open_failed(SQLITE_ERROR, "schema version " + std::to_string(*version) +
-                                              " is newer than this library's (" +
-                                              std::to_string(schema_version) + ")");
+                std::string what = "schema version ";
+                what += std::to_string(*version);
+                what += " is newer than this library's (";
+                what += std::to_string(schema_version);
+                what += ")";
+                open_failed(SQLITE_ERROR, what);
             }
             exec("COMMIT");
             done_count_ = count("SELECT count(*) FROM tasks WHERE state IN (3, 5)");

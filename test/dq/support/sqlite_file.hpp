@@ -24,9 +24,11 @@ class temp_dir {
 public:
     temp_dir() {
         static std::atomic<int> counter{0};
-        path_ =
-            std::filesystem::temp_directory_path() /
-            ("timewheel-dq-sqlite-" + std::to_string(::getpid()) + "-" + std::to_string(counter++));
+        std::string name = "timewheel-dq-sqlite-";
+        name += std::to_string(::getpid());
+        name += '-';
+        name += std::to_string(counter++);
+        path_ = std::filesystem::temp_directory_path() / name;
         std::filesystem::remove_all(path_);
         std::filesystem::create_directories(path_);
     }
