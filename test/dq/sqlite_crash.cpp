@@ -70,7 +70,9 @@ BOOST_AUTO_TEST_CASE(every_acknowledged_submit_survives_a_kill_9_and_runs) {
             BOOST_REQUIRE_GE(acked.size(), kill_after);
 
             boost::asio::io_context io;
-            dq::sqlite_store store(io.get_executor(), {.path = db});
+            dq::sqlite_store_options opt;
+            opt.path = db;
+            dq::sqlite_store store(io.get_executor(), opt);
             for (const auto& id : acked) {
                 BOOST_REQUIRE_MESSAGE(id.starts_with("k"), "not an id: " << id);
                 auto [ec, st] = dq_test::call<dq::task_status>(

@@ -29,7 +29,7 @@ struct sqlite_store_options {
     std::string path = "timewheel-dq.db";
 
     /// What the store accepts.
-    dq::limits limits;
+    dq::limits limits{};
 
     /// Finished and cancelled tasks are remembered (so that a re-submit answers `exists`) for
     /// this long, and at most `done_max` of them.
