@@ -69,9 +69,11 @@ DQ_TEST_STORE_CASES(make_fixture)
 
 BOOST_AUTO_TEST_CASE(matches_the_model) {
     const auto seed =
-        timewheel::test_support::seed_from_environment("dq_sqlite_store differential", 20261126);
+        timewheel::test_support::seed_from_environment("dq_sqlite_store differential", 6);
     fixture f;
-    dq_test::differential(f.io, *f.store, seed, dq_test::differential_steps());
+    // More steps than on Redis (each is cheaper here): a cancel that finds its task still
+    // delayed or prefetched is rare, and the run must meet one.
+    dq_test::differential(f.io, *f.store, seed, dq_test::differential_steps(1500));
 }
 
 BOOST_AUTO_TEST_CASE(everything_survives_a_reopen) {
@@ -113,7 +115,7 @@ BOOST_AUTO_TEST_CASE(submits_in_flight_together_share_transactions) {
     constexpr int n = 2000;
     int done = 0;
     for (int i = 0; i < n; ++i) {
-        f.store->submit(make("g" + std::to_string(i), 1h),
+        f.store->submit(make(std::string("g") + std::to_string(i), 1h),
                         [&](error_code ec, dq::submit_result r, std::string) {
                             BOOST_TEST(!ec);
                             BOOST_TEST((r == dq::submit_result::created));
@@ -142,8 +144,8 @@ BOOST_AUTO_TEST_CASE(finished_and_dead_tasks_are_forgotten_beyond_their_count) {
         BOOST_TEST(f.ack_one(r.tasks[0], std::move(o)) == dq::ack_result::ok);
     };
     for (int i = 0; i < 5; ++i) {
-        finish("ok" + std::to_string(i), dq::outcome::success());
-        finish("bad" + std::to_string(i), dq::outcome::failure("x"));
+        finish(std::string("ok") + std::to_string(i), dq::outcome::success());
+        finish(std::string("bad") + std::to_string(i), dq::outcome::failure("x"));
     }
     BOOST_TEST(std::get<0>(f.status("ok0")) == error_code(dq::error::not_found));
     BOOST_TEST(std::get<0>(f.status("ok1")) == error_code(dq::error::not_found));

@@ -413,10 +413,11 @@ inline void differential(boost::asio::io_context& io, dq::store& store, std::uin
     st.run(steps);
 }
 
-/// The number of steps: $TIMEWHEEL_OPS, or 400.
-inline std::size_t differential_steps() {
+/// The number of steps: $TIMEWHEEL_OPS, or `fallback` (enough for the run to meet every
+/// outcome the end checks for).
+inline std::size_t differential_steps(std::size_t fallback = 400) {
     return static_cast<std::size_t>(
-        timewheel::test_support::env_number("TIMEWHEEL_OPS").value_or(400));
+        timewheel::test_support::env_number("TIMEWHEEL_OPS").value_or(fallback));
 }
 
 } // namespace dq_test
