@@ -284,11 +284,10 @@ private:
             conn.idle = false;
             stream.expires_after(cfg_.request_timeout);
             if (ec == http::error::header_limit) {
-                // Too long a request line, or too many header bytes.
-                const std::string_view data(static_cast<const char*>(buffer.data().data()),
-                                            buffer.size());
-                const auto eol = data.find("\r\n");
-                const bool url = eol == std::string_view::npos || eol > cfg_.max_url_bytes + 16;
+                // Too long a request line, or too many header bytes. Beast parses the
+                // request line on its own first: without a target, the line was the problem.
+                const auto target = parser.get().target();
+                const bool url = target.empty() || target.size() > cfg_.max_url_bytes;
                 auto res = url ? error_response(http::status::uri_too_long, "uri_too_long",
                                                 "the request target is too long")
                                : error_response(http::status::request_header_fields_too_large,

@@ -73,8 +73,8 @@ inline std::ostream& operator<<(std::ostream& os, const api_reply& r) {
 struct api_request {
     api_http::verb method = api_http::verb::get;
     std::string target = "/";
-    std::string body;
-    std::vector<std::pair<std::string, std::string>> headers;
+    std::string body{};
+    std::vector<std::pair<std::string, std::string>> headers{};
 };
 
 /// A blocking HTTP/1.1 connection to 127.0.0.1:port (reads time out after 30 s: a watchdog).
