@@ -5,12 +5,33 @@
 
 #include <timewheel/dq/redis_store.hpp>
 
+#include <boost/asio/io_context.hpp>
+#include <boost/asio/ip/address.hpp>
+#include <boost/asio/ip/tcp.hpp>
+
 #include <charconv>
 #include <stdexcept>
 
 namespace timewheeld::api {
 
 namespace {
+
+// The Redis client connects to an address literal; a name is resolved once, at start.
+std::string resolve(const std::string& host) {
+    boost::system::error_code ec;
+    boost::asio::ip::make_address(host, ec);
+    if (!ec) {
+        return host;
+    }
+    boost::asio::io_context io;
+    boost::asio::ip::tcp::resolver resolver(io);
+    const auto results = resolver.resolve(host, "", ec);
+    if (ec || results.empty()) {
+        throw std::invalid_argument("--store: cannot resolve '" + host +
+                                    "': " + (ec ? ec.message() : "no address"));
+    }
+    return results.begin()->endpoint().address().to_string();
+}
 
 store_handle open_redis(std::string_view rest, const timewheel::dq::store::executor_type& ex,
                         const store_options& opt) {
@@ -57,7 +78,7 @@ store_handle open_redis(std::string_view rest, const timewheel::dq::store::execu
     if (host.empty()) {
         throw std::invalid_argument("--store: redis:// needs a host");
     }
-    cfg.host = host;
+    cfg.host = resolve(std::string(host));
     cfg.request_timeout = opt.operation_timeout;
     cfg.client_name = opt.client_name;
     auto s = std::make_unique<timewheel::dq::redis_store>(ex, cfg, qopt);
