@@ -466,6 +466,8 @@ BOOST_AUTO_TEST_CASE(tasks_due_while_no_worker_ran_all_run_when_one_starts) {
     BOOST_REQUIRE(f.wait([&] { return w.stats().acked == n; }));
     BOOST_TEST(ran.size() == std::size_t(n));
     BOOST_TEST(w.stats().started == std::uint64_t(n));
+    // Already due at the claim: the claim itself started some (no start call for them).
+    BOOST_TEST(w.stats().started_by_claim > 0u);
     BOOST_TEST(f.stop(w) == error_code());
 }
 
@@ -523,6 +525,8 @@ BOOST_AUTO_TEST_CASE(the_concurrency_limit_is_never_exceeded) {
     BOOST_TEST(done == std::size_t(n));
     BOOST_TEST(most == 3u);
     BOOST_TEST(w.stats().max_running == 3u);
+    // Claims started due tasks too, within the limit (most == 3 above).
+    BOOST_TEST(w.stats().started_by_claim >= 1u);
     BOOST_TEST(f.stop(w) == error_code());
 }
 
