@@ -18,7 +18,8 @@
 //                      [--shards 64] [--buckets 1024] [--batch 256] [--inflight 8]
 //                      [--phases 1] [--start-due 0]
 // (--tasks 0 skips the memory and submit measures, --phases 0 the per-phase profile, --cycle 0
-// stops after the cycle's submits: the difference of two runs is the cycle's own cost.)
+// stops after the cycle's submits: the difference of two runs is the cycle's own cost; --keep 1
+// stops after the memory measure and leaves its tasks in Redis, to inspect.)
 // Output: one line per measure, "name value unit".
 //
 
@@ -55,7 +56,9 @@ struct options {
     bool memory = true; // the memory and submit measures (--tasks 0: skipped)
     bool phases = true;
     bool start_due = false; // --start-due 1: claims start due tasks (no start calls)
-    bool cycle = true;      // --cycle 0: the cycle's tasks are submitted, not run (its baseline)
+    bool cycle = true;
+    bool keep = false; // --keep 1: stop after the memory measure, its tasks left in Redis      //
+                       // --cycle 0: the cycle's tasks are submitted, not run (its baseline)
 };
 
 options parse(int argc, char** argv) {
@@ -84,6 +87,8 @@ options parse(int argc, char** argv) {
             o.inflight = v;
         } else if (k == "--start-due") {
             o.start_due = v != 0;
+        } else if (k == "--keep") {
+            o.keep = v != 0;
         } else if (k == "--cycle") {
             o.cycle = v != 0;
         } else if (k == "--phases") {
@@ -387,6 +392,9 @@ int main(int argc, char** argv) try {
                     double(o.tasks) / (double(usec) / 1e6), double(usec) / double(o.tasks));
         std::printf("submit_cpu_ceiling %.0f tasks/s (%.2f us/task of Redis main-thread CPU)\n",
                     double(o.tasks) / cpu, cpu * 1e6 / double(o.tasks));
+    }
+    if (o.keep) {
+        return 0; // left for MEMORY USAGE / OBJECT ENCODING by hand
     }
     a.run({"FLUSHALL"});
     {
