@@ -190,26 +190,68 @@ local function token(now)
 end
 
 -- Where a delayed task waits. Tasks due within AHEAD ms wait in KD, one sorted set; later
--- ones in a small sorted set per W-ms slot of due time, {Q:s}:w:<slot>, indexed by KW (slot
--- -> its start). A slot holds few tasks, so Redis keeps it a listpack (about 25 bytes a task
--- instead of about 105 in KD's skiplist); claim moves the slots coming within reach into KD.
-local W, AHEAD = 10000, 10000
+-- ones in small sorted sets, {Q:s}:w:<name>, indexed by KW (name -> the slot's start ms).
+-- The slots partition time: a slot holds the tasks due from its start to the next slot's
+-- start, so a task's slot is the one with the greatest start <= its due time. A slot that
+-- would pass SLOT_MAX tasks splits at its median due time, so that each stays a listpack
+-- (about 25 bytes a task instead of about 105 in a skiplist) however dense the due times:
+-- zset-max-listpack-entries is 128. New slots start on a W-ms boundary. Claim moves the
+-- slots coming within reach into KD.
+local W, AHEAD, SLOT_MAX = 10000, 10000, 128
 local KW = P .. 'wi'
+local function covering(due)
+  return redis.call('ZRANGE', KW, due, '-inf', 'BYSCORE', 'REV', 'LIMIT', 0, 1)[1]
+end
+-- Splits the full slot `name` at its median due time (the tasks due from it on move to a new
+-- slot); nothing when all its tasks are due at the same ms.
+local function split(name)
+  local key = P .. 'w:' .. name
+  local m = redis.call('ZRANGE', key, 0, -1, 'WITHSCORES')
+  local first = tonumber(m[2])
+  local mid = tonumber(m[2 * math.floor(#m / 4) + 2])
+  if mid <= first then
+    mid = nil
+    for i = 4, #m, 2 do
+      local d = tonumber(m[i])
+      if d > first then mid = d; break end
+    end
+    if not mid then return end
+  end
+  local args = {}
+  for i = 1, #m, 2 do
+    if tonumber(m[i + 1]) >= mid then
+      args[#args + 1] = m[i + 1]
+      args[#args + 1] = m[i]
+    end
+  end
+  local new = string.format('%.0f', mid)
+  redis.call('ZADD', P .. 'w:' .. new, unpack(args))
+  redis.call('ZREMRANGEBYSCORE', key, mid, '+inf')
+  redis.call('ZADD', KW, mid, new)
+end
 local function place(id, due, now)
   if due <= now + AHEAD then
     redis.call('ZADD', KD, due, id)
     return
   end
-  local slot = math.floor(due / W)
-  redis.call('ZADD', P .. 'w:' .. slot, due, id)
-  redis.call('ZADD', KW, slot * W, slot)
+  local name = covering(due)
+  if not name then
+    local slot = math.floor(due / W)
+    name = tostring(slot)
+    redis.call('ZADD', KW, slot * W, name)
+  elseif redis.call('ZCARD', P .. 'w:' .. name) >= SLOT_MAX then
+    split(name)
+    name = covering(due)
+  end
+  redis.call('ZADD', P .. 'w:' .. name, due, id)
 end
 local function unplace(id, due)
   if redis.call('ZREM', KD, id) == 1 then return end
-  local slot = math.floor(due / W)
-  local key = P .. 'w:' .. slot
+  local name = covering(due)
+  if not name then return end
+  local key = P .. 'w:' .. name
   if redis.call('ZREM', key, id) == 1 and redis.call('EXISTS', key) == 0 then
-    redis.call('ZREM', KW, slot)
+    redis.call('ZREM', KW, name)
   end
 end
 -- Moves the slots that start by `limit` into KD (at most 64 slots a call, oldest first).

@@ -682,6 +682,60 @@ BOOST_AUTO_TEST_CASE(with_a_subscription_claims_reach_every_shard_and_see_other_
     listening = false;
 }
 
+BOOST_AUTO_TEST_CASE(dense_far_due_times_split_their_slots_and_every_task_stays_reachable) {
+    auto opt = fixture::small();
+    opt.shards = 1;
+    fixture f(opt);
+    // 600 tasks due within one 10-second slot, some at the very same ms: the slot splits so
+    // that every slot set stays a listpack (at most 128 tasks), and cancel, reschedule and
+    // claim still find each task in its slot.
+    const auto base = f.now() + 60s;
+    for (int i = 0; i < 600; ++i) {
+        const auto due = i < 200 ? base : base + std::chrono::milliseconds(i * 13 % 9000);
+        BOOST_TEST(!std::get<0>(f.submit(make("s" + std::to_string(i), due))));
+    }
+    const auto r = server().command(resp_command({"KEYS", "{t:0}:w:*"}));
+    std::size_t slots = 0;
+    std::size_t total = 0;
+    for (std::size_t at = r.find("{t:0}:w:"); at != std::string::npos;
+         at = r.find("{t:0}:w:", at + 1)) {
+        const auto key = r.substr(at, r.find('\r', at) - at);
+        ++slots;
+        const auto n = raw_int(server(), {"ZCARD", key});
+        total += static_cast<std::size_t>(n);
+        const auto enc = server().command(resp_command({"OBJECT", "ENCODING", key}));
+        // 200 tasks due at the same ms cannot be split apart: that slot alone may exceed.
+        if (n <= 128) {
+            BOOST_TEST(enc.find("listpack") != std::string::npos);
+        }
+    }
+    BOOST_TEST(slots >= 4u);
+    BOOST_TEST(total == 600u);
+    BOOST_TEST((std::get<1>(f.cancel("s450")) == dq::cancel_result::cancelled));
+    BOOST_TEST((std::get<1>(f.cancel("s5")) == dq::cancel_result::cancelled));
+    BOOST_TEST(!f.reschedule("s300", 0ms));
+    BOOST_TEST(!f.reschedule("s301", base + 5s));
+    // Everything else is claimed, in due order, once its time is within the horizon.
+    dq::claim_options o;
+    o.horizon = 70s;
+    o.batch = 2000;
+    auto c = f.claim_ok(o);
+    BOOST_TEST(c.tasks.size() == 598u);
+    std::set<std::string> ids;
+    for (std::size_t i = 0; i < c.tasks.size(); ++i) {
+        ids.insert(c.tasks[i].id);
+        if (i > 0) {
+            BOOST_TEST(c.tasks[i - 1].due <= c.tasks[i].due);
+        }
+    }
+    BOOST_TEST(ids.size() == 598u);
+    BOOST_TEST(!ids.count("s450"));
+    BOOST_TEST(!ids.count("s5"));
+    BOOST_TEST(ids.count("s300"));
+    BOOST_TEST(ids.count("s301"));
+    BOOST_TEST(raw_int(server(), {"ZCARD", "{t:0}:wi"}) == 0);
+}
+
 BOOST_AUTO_TEST_CASE(release_gives_back_a_prefetched_task_without_counting_it) {
     fixture f;
     BOOST_TEST(!std::get<0>(f.submit(make("a", 0ms))));

@@ -632,10 +632,14 @@ BOOST_AUTO_TEST_CASE(a_clock_sample_that_lies_cannot_make_a_task_start_early) {
     lying_clock_store liar(*f.store, 30s);
     std::vector<run> runs;
     const dq::worker* wp = nullptr;
-    dq::worker w(liar, options(), recording_handler(*f.store, runs, &wp));
+    // A horizon longer than the delay: the task is claimed (prefetched) well before its due
+    // time, so its start goes through start() (a claim only starts tasks already due).
+    auto o = options();
+    o.claim.horizon = 5s;
+    dq::worker w(liar, o, recording_handler(*f.store, runs, &wp));
     wp = &w;
     w.start();
-    f.submit("skewed", 800ms);
+    f.submit("skewed", 2s);
     BOOST_REQUIRE(f.wait([&] { return w.stats().acked == 1; }));
     BOOST_REQUIRE_EQUAL(runs.size(), 1u);
     BOOST_TEST((runs[0].store_time >= runs[0].due), "started before its due time");
