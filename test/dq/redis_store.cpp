@@ -19,7 +19,9 @@
 
 #include <boost/asio/io_context.hpp>
 
+#include <algorithm>
 #include <chrono>
+#include <functional>
 #include <memory>
 #include <optional>
 #include <set>
@@ -91,6 +93,257 @@ using dq_test::make;
 BOOST_AUTO_TEST_SUITE(redis_store, *boost::unit_test::precondition(redis_available()))
 
 DQ_TEST_STORE_CASES(make_fixture)
+
+BOOST_AUTO_TEST_CASE(the_log_keeps_each_tasks_attempts_in_order_and_is_forgotten_with_it) {
+    auto opt = fixture::small();
+    opt.log_maxlen = 3;
+    opt.done_max = 20;
+    fixture f(opt);
+    auto t = make("many", 0ms);
+    t.retry = {10, 0ms, 0ms};
+    BOOST_TEST(!std::get<0>(f.submit(t)));
+    // Five attempts, four retries with distinct errors, then success: the last three stay.
+    for (int i = 1; i <= 5; ++i) {
+        auto a = f.claim_and_start();
+        BOOST_TEST(a.attempt == std::uint32_t(i));
+        const auto o =
+            i < 5 ? dq::outcome::retry("e" + std::to_string(i), 0ms) : dq::outcome::success();
+        BOOST_TEST(f.ack_one(a, o) == dq::ack_result::ok);
+    }
+    auto st = f.status_ok("many");
+    BOOST_TEST(st.state == dq::task_state::finished);
+    BOOST_TEST(st.attempt == 5u);
+    BOOST_REQUIRE_EQUAL(st.log.size(), 3u);
+    BOOST_TEST(st.log[0].attempt == 3u);
+    BOOST_TEST(st.log[0].outcome == "retry");
+    BOOST_TEST(st.log[0].error == "e3");
+    BOOST_TEST(st.log[1].error == "e4");
+    BOOST_TEST(st.log[2].attempt == 5u);
+    BOOST_TEST(st.log[2].outcome == "success");
+    BOOST_TEST(st.log[2].worker == "w1");
+    BOOST_TEST(st.log[2].started <= st.log[2].ended);
+
+    // Many tasks acked in one batch: each status shows its own one attempt.
+    std::vector<dq::ack> acks;
+    for (int i = 0; i < 60; ++i) {
+        BOOST_TEST(!std::get<0>(f.submit(make("b" + std::to_string(i), 0ms))));
+    }
+    dq::claim_options o;
+    o.batch = 100;
+    auto r = f.claim_ok(o);
+    BOOST_REQUIRE_EQUAL(r.tasks.size(), 60u);
+    std::vector<dq::lease_ref> leases;
+    for (const auto& c : r.tasks) {
+        leases.push_back({c.id, c.token});
+        acks.push_back({{c.id, c.token}, dq::outcome::failure("bad " + c.id), {}, {}});
+    }
+    BOOST_TEST(!std::get<0>(f.start(leases)));
+    auto [ec, res] = f.ack(acks);
+    BOOST_TEST(!ec);
+    for (int i = 0; i < 60; i += 7) {
+        const std::string id = "b" + std::to_string(i);
+        auto s = f.status_ok(id);
+        BOOST_TEST(s.state == dq::task_state::dead);
+        BOOST_REQUIRE_EQUAL(s.log.size(), 1u);
+        BOOST_TEST(s.log[0].outcome == "failure");
+        BOOST_TEST(s.log[0].error == "bad " + id);
+    }
+    // Deleting a dead letter forgets its log.
+    BOOST_TEST(!f.delete_dead("b0"));
+    BOOST_TEST(std::get<0>(f.status("b0")) == error_code(dq::error::not_found));
+
+    // Finished tasks beyond done_max (20 a shard) are forgotten, their logs with them: the
+    // log hashes hold no more than the done and dead sets remember.
+    for (int i = 0; i < 120; ++i) {
+        BOOST_TEST(!std::get<0>(f.submit(make("d" + std::to_string(i), 0ms))));
+    }
+    std::size_t finished = 0;
+    while (finished < 120) {
+        auto c = f.claim_ok(o);
+        BOOST_REQUIRE(!c.tasks.empty());
+        std::vector<dq::ack> ok;
+        std::vector<dq::lease_ref> ls;
+        for (const auto& x : c.tasks) {
+            ls.push_back({x.id, x.token});
+            ok.push_back({{x.id, x.token}, dq::outcome::success(), {}, {}});
+        }
+        BOOST_TEST(!std::get<0>(f.start(ls)));
+        BOOST_TEST(!std::get<0>(f.ack(ok)));
+        finished += c.tasks.size();
+    }
+    long long logged = 0;
+    long long remembered = 0;
+    for (int s = 0; s < 4; ++s) {
+        const std::string p = "{t:" + std::to_string(s) + "}:";
+        logged += raw_int(server(), {"HLEN", p + "h"});
+        remembered +=
+            raw_int(server(), {"ZCARD", p + "done"}) + raw_int(server(), {"ZCARD", p + "dead"});
+    }
+    BOOST_TEST(logged <= remembered);
+    BOOST_TEST(remembered <= 4 * (20 + 32) + 59);
+}
+
+BOOST_AUTO_TEST_CASE(claim_starts_due_tasks_up_to_start_due_and_never_one_not_yet_due) {
+    fixture f;
+    for (int i = 0; i < 6; ++i) {
+        BOOST_TEST(!std::get<0>(f.submit(make("now" + std::to_string(i), 0ms))));
+    }
+    BOOST_TEST(!std::get<0>(f.submit(make("soon", 30s))));
+    const auto before = f.now();
+    dq::claim_options o;
+    o.horizon = 60s; // "soon" is claimed too, but must not start
+    o.batch = 100;
+    o.start_due = 4;
+    auto r = f.claim_ok(o);
+    BOOST_REQUIRE_EQUAL(r.tasks.size(), 7u);
+    std::size_t running = 0;
+    for (const auto& t : r.tasks) {
+        if (t.running) {
+            ++running;
+            BOOST_TEST(t.due <= r.server_time);
+            BOOST_TEST(t.id != "soon");
+            auto st = f.status_ok(t.id);
+            BOOST_TEST(st.state == dq::task_state::running);
+            BOOST_TEST(st.attempt == 1u);
+            // Already running: start() agrees, and the ack finishes it.
+            auto [ec, s] = f.start({{t.id, t.token}});
+            BOOST_TEST((s.at(0) == dq::start_result::started));
+            BOOST_TEST(f.ack_one(t, dq::outcome::success()) == dq::ack_result::ok);
+            BOOST_TEST(f.status_ok(t.id).state == dq::task_state::finished);
+        } else {
+            BOOST_TEST(f.status_ok(t.id).state == dq::task_state::prefetched);
+        }
+    }
+    // start_due is spread over the shards claimed from: at most 4, at least one here.
+    BOOST_TEST(running <= 4u);
+    BOOST_TEST(running >= 1u);
+    BOOST_TEST(r.server_time >= before);
+    // Tokens are distinct, and a claim without start_due starts nothing.
+    std::set<std::string> tokens;
+    for (const auto& t : r.tasks) {
+        tokens.insert(t.token);
+    }
+    BOOST_TEST(tokens.size() == r.tasks.size());
+    BOOST_TEST(!std::get<0>(f.submit(make("plain", 0ms))));
+    auto p = f.claim_ok();
+    BOOST_REQUIRE_EQUAL(p.tasks.size(), 1u);
+    BOOST_TEST(!p.tasks[0].running);
+    BOOST_TEST(f.status_ok("plain").state == dq::task_state::prefetched);
+}
+
+BOOST_AUTO_TEST_CASE(with_a_subscription_claims_reach_every_shard_and_see_other_producers) {
+    auto opt = fixture::small();
+    opt.shards = 8;
+    fixture f(opt);
+    // A second store (another producer) writes without telling f's cache: only its wake-ups
+    // and f's periodic full visits do.
+    dq::redis_store producer(f.io.get_executor(), server().config(), opt);
+    auto submit_other = [&](dq::task t) {
+        auto [ec, r, id] = dq_test::call<dq::submit_result, std::string>(
+            f.io, [&](auto h) { producer.submit(std::move(t), std::move(h)); });
+        BOOST_REQUIRE(!ec);
+    };
+    bool listening = true;
+    std::function<void()> listen = [&] {
+        f.store->wait_wakeup([&](error_code ec, dq::time_point) {
+            if (!ec && listening) {
+                listen();
+            }
+        });
+    };
+    listen();
+    timewheel::test_support::run_for(f.io, 300ms); // let the subscription reach the server
+    BOOST_TEST(f.claim_ok().tasks.empty());        // every shard now cached as empty
+
+    // A hot shard with many old tasks, and one task in each other shard: small claims take
+    // them all (no shard waits behind the hot one for ever).
+    const auto now = f.now();
+    std::set<std::string> want;
+    std::vector<bool> placed(opt.shards, false);
+    std::size_t hot = 0;
+    std::size_t cold = 0;
+    for (int i = 0; hot < 40 || cold < opt.shards - 1; ++i) {
+        const std::string id = "t" + std::to_string(i);
+        const auto s = f.store->shard_of(id);
+        if (s == 0 && hot < 40) {
+            submit_other(make(id, now - 10s + std::chrono::milliseconds(i)));
+            want.insert(id);
+            ++hot;
+        } else if (s != 0 && !placed[s]) {
+            placed[s] = true;
+            submit_other(make(id, now - 5s));
+            want.insert(id);
+            ++cold;
+        }
+    }
+    std::set<std::string> got;
+    dq::claim_options o;
+    o.batch = 4;
+    for (int round = 0; round < 200 && got.size() < want.size(); ++round) {
+        timewheel::test_support::run_for(f.io, 1ms); // deliver the wake-ups
+        for (const auto& t : f.claim_ok(o).tasks) {
+            BOOST_TEST(!got.count(t.id));
+            got.insert(t.id);
+        }
+    }
+    BOOST_TEST(got == want);
+    listening = false;
+}
+
+BOOST_AUTO_TEST_CASE(dense_far_due_times_split_their_slots_and_every_task_stays_reachable) {
+    auto opt = fixture::small();
+    opt.shards = 1;
+    fixture f(opt);
+    // 600 tasks due within one 10-second slot, some at the very same ms: the slot splits so
+    // that every slot set stays a listpack (at most 128 tasks), and cancel, reschedule and
+    // claim still find each task in its slot.
+    const auto base = f.now() + 60s;
+    for (int i = 0; i < 600; ++i) {
+        const auto due = i < 200 ? base : base + std::chrono::milliseconds(i * 13 % 9000);
+        BOOST_TEST(!std::get<0>(f.submit(make("s" + std::to_string(i), due))));
+    }
+    const auto r = server().command(resp_command({"KEYS", "{t:0}:w:*"}));
+    std::size_t slots = 0;
+    std::size_t total = 0;
+    for (std::size_t at = r.find("{t:0}:w:"); at != std::string::npos;
+         at = r.find("{t:0}:w:", at + 1)) {
+        const auto key = r.substr(at, r.find('\r', at) - at);
+        ++slots;
+        const auto n = raw_int(server(), {"ZCARD", key});
+        total += static_cast<std::size_t>(n);
+        const auto enc = server().command(resp_command({"OBJECT", "ENCODING", key}));
+        // 200 tasks due at the same ms cannot be split apart: that slot alone may exceed.
+        if (n <= 128) {
+            BOOST_TEST(enc.find("listpack") != std::string::npos);
+        }
+    }
+    BOOST_TEST(slots >= 4u);
+    BOOST_TEST(total == 600u);
+    BOOST_TEST((std::get<1>(f.cancel("s450")) == dq::cancel_result::cancelled));
+    BOOST_TEST((std::get<1>(f.cancel("s5")) == dq::cancel_result::cancelled));
+    BOOST_TEST(!f.reschedule("s300", 0ms));
+    BOOST_TEST(!f.reschedule("s301", base + 5s));
+    // Everything else is claimed, in due order, once its time is within the horizon.
+    dq::claim_options o;
+    o.horizon = 70s;
+    o.batch = 2000;
+    auto c = f.claim_ok(o);
+    BOOST_TEST(c.tasks.size() == 598u);
+    std::set<std::string> ids;
+    for (std::size_t i = 0; i < c.tasks.size(); ++i) {
+        ids.insert(c.tasks[i].id);
+        if (i > 0) {
+            BOOST_TEST(c.tasks[i - 1].due <= c.tasks[i].due);
+        }
+    }
+    BOOST_TEST(ids.size() == 598u);
+    BOOST_TEST(!ids.count("s450"));
+    BOOST_TEST(!ids.count("s5"));
+    BOOST_TEST(ids.count("s300"));
+    BOOST_TEST(ids.count("s301"));
+    BOOST_TEST(raw_int(server(), {"ZCARD", "{t:0}:wi"}) == 0);
+}
+
 
 BOOST_AUTO_TEST_CASE(the_shard_count_is_fixed_at_first_use) {
     fixture f;
