@@ -54,7 +54,10 @@ inline self_signed make_self_signed(const std::string& common_name = "localhost"
     X509V3_CTX ctx;
     X509V3_set_ctx_nodb(&ctx);
     X509V3_set_ctx(&ctx, cert.get(), cert.get(), nullptr, nullptr, 0);
-    const std::string san = "DNS:" + common_name + ",IP:127.0.0.1";
+    // 127.0.0.1 is in the certificate of "localhost" only, so that a certificate for
+    // another name matches neither the name nor the address of the sink.
+    const std::string san =
+        "DNS:" + common_name + (common_name == "localhost" ? ",IP:127.0.0.1" : "");
     for (auto [nid, value] : {std::pair{NID_subject_alt_name, san.c_str()},
                               std::pair{NID_basic_constraints, "critical,CA:TRUE"}}) {
         X509_EXTENSION* ext = X509V3_EXT_conf_nid(nullptr, &ctx, nid, value);
