@@ -176,6 +176,10 @@ BOOST_AUTO_TEST_CASE(signature_scheme) {
     }
     BOOST_TEST(header == "t=1700000000,v1=" + hex);
 
+    // The example of docs/server.md, computed there with Python's hmac module.
+    BOOST_TEST(sign("shared-secret", 1700000000, R"({"order": 42})") ==
+               "t=1700000000,v1=d15731cfda9851402db36218fe2101267353cad42ebeba5075d0d5afa20faf42");
+
     auto at = std::chrono::system_clock::time_point(std::chrono::seconds(1700000000));
     BOOST_TEST(verify_signature(header, secret, body, at));
     BOOST_TEST(verify_signature(header, secret, body, at + std::chrono::minutes(4)));
