@@ -61,16 +61,18 @@ answer call(net::io_context& io, client& c, call_request r) {
     return *out;
 }
 
-// Runs `io` until `done()` holds (polling every 2 ms), for tests that act mid-call.
+// Runs `io` until `done()` holds (polling every 2 ms), for tests that act mid-call. A poll
+// already queued when it returns finds `alive` false and touches nothing else.
 template <class Pred>
 void run_until(net::io_context& io, Pred done) {
-    net::steady_timer t(io);
-    std::function<void()> poll = [&] {
+    auto alive = std::make_shared<bool>(true);
+    auto timer = std::make_shared<net::steady_timer>(io);
+    std::function<void()> poll = [&, alive, timer] {
         if (done())
             return;
-        t.expires_after(std::chrono::milliseconds(2));
-        t.async_wait([&](error_code ec) {
-            if (!ec)
+        timer->expires_after(std::chrono::milliseconds(2));
+        timer->async_wait([&poll, alive](error_code ec) {
+            if (*alive && !ec)
                 poll();
         });
     };
@@ -79,7 +81,8 @@ void run_until(net::io_context& io, Pred done) {
     auto limit = std::chrono::steady_clock::now() + std::chrono::seconds(30);
     while (!done() && std::chrono::steady_clock::now() < limit && io.run_one() > 0) {
     }
-    t.cancel();
+    *alive = false;
+    timer->cancel();
     BOOST_REQUIRE_MESSAGE(done(), "the condition awaited did not come within 30 s");
 }
 
@@ -197,6 +200,25 @@ BOOST_AUTO_TEST_CASE(keep_alive_reuses_one_connection) {
     BOOST_TEST(c.stats().reuses == 4u);
     for (const auto& q : s.requests())
         BOOST_TEST(q.connection == 1u);
+}
+
+BOOST_AUTO_TEST_CASE(a_pooled_connection_the_host_closed_is_replaced) {
+    sink s;
+    net::io_context io;
+    client c(io.get_executor(), loopback_options());
+    s.respond([](const recorded_request&) {
+        reply r;
+        r.close_after = true;
+        return r;
+    });
+    for (int i = 0; i < 3; ++i) {
+        auto a = call(io, c, request_to(s.url()));
+        BOOST_TEST((a.result.verdict == verdict::success), a.result.error);
+    }
+    // Each call found the pooled connection closed and sent its request on a fresh one.
+    BOOST_TEST(s.requests().size() == 3u);
+    BOOST_TEST(s.connections() == 3u);
+    BOOST_TEST(c.stats().connects == 3u);
 }
 
 BOOST_AUTO_TEST_CASE(concurrency_cap_per_host_holds) {

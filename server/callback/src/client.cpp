@@ -75,8 +75,18 @@ struct connection {
     void close() { tcp().close(); }
 };
 
+struct host_pool;
+
+// A call's place in the queue for a concurrency slot; it leaves the queue however its
+// coroutine ends (even destroyed unfinished with its io_context).
 struct waiter {
+    waiter(net::steady_timer& t, host_pool& p);
+    waiter(const waiter&) = delete;
+    waiter& operator=(const waiter&) = delete;
+    ~waiter();
+
     net::steady_timer* timer;
+    host_pool* pool;
     bool granted = false;
 };
 
@@ -87,6 +97,17 @@ struct host_pool {
     steady::time_point next_slot{};
     steady::time_point backoff_until{};
 };
+
+waiter::waiter(net::steady_timer& t, host_pool& p)
+    : timer(&t)
+    , pool(&p) {
+    p.waiters.push_back(this);
+}
+
+waiter::~waiter() {
+    if (!granted)
+        std::erase(pool->waiters, this);
+}
 
 struct call_op {
     explicit call_op(const net::any_io_executor& ex)
@@ -426,16 +447,13 @@ net::awaitable<outcome> run_call(state_ptr st, std::shared_ptr<call_op> op, call
         ++pool.active;
     } else {
         net::steady_timer timer(st->ex, steady::time_point::max());
-        waiter w{&timer};
-        pool.waiters.push_back(&w);
+        waiter w(timer, pool);
         op->phase = "waiting for a connection slot";
         op->wait = &timer;
         co_await timer.async_wait(net::redirect_error(net::use_awaitable, ec));
         op->wait = nullptr;
-        if (!w.granted) {
-            std::erase(pool.waiters, &w);
+        if (!w.granted)
             co_return done(stopped_outcome(*op));
-        }
     }
     slot_guard slot(pool);
     if (op->stopped())

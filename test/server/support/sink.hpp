@@ -77,6 +77,9 @@ struct reply {
     /// Hold the answer until this many requests are held at once (or 10 s have passed), so
     /// that a test of the concurrency cap does not depend on timing.
     std::size_t wait_for_concurrent = 0;
+    /// Close the connection right after this answer, although it says keep-alive (as a
+    /// server whose idle timeout ran out does): the client's pooled connection goes stale.
+    bool close_after = false;
 };
 
 class sink {
@@ -218,7 +221,7 @@ private:
             res.keep_alive(req.keep_alive());
             res.prepare_payload();
             co_await http::async_write(stream, res, redirect_error(use_awaitable, ec));
-            if (ec || !req.keep_alive())
+            if (ec || !req.keep_alive() || rep.close_after)
                 co_return;
         }
     }
