@@ -1,0 +1,75 @@
+//
+// timewheeld/callback/payload.hpp
+//
+// The callback of a task as the API receives it and the store keeps it, in JSON:
+//
+//     {"url": "https://example.com/hook", "method": "POST",
+//      "headers": {"Content-Type": "application/json"}, "body": "{\"a\":1}",
+//      "timeout_ms": 10000}
+//
+// Only "url" is required: method defaults to POST, headers to none, body to "", timeout_ms
+// to 0 (the client's default). Every error names the field ("callback.headers.Host: ...").
+//
+
+#ifndef TIMEWHEELD_CALLBACK_PAYLOAD_HPP
+#define TIMEWHEELD_CALLBACK_PAYLOAD_HPP
+
+#include <boost/json/value.hpp>
+
+#include <chrono>
+#include <stdexcept>
+#include <string>
+#include <string_view>
+#include <utility>
+#include <vector>
+
+namespace timewheeld::callback {
+
+struct callback_spec {
+    std::string url;
+    std::string method = "POST"; ///< GET, POST, PUT, PATCH or DELETE
+    std::vector<std::pair<std::string, std::string>> headers;
+    std::string body;
+    std::chrono::milliseconds timeout{0}; ///< 0: the client's default
+
+    friend bool operator==(const callback_spec&, const callback_spec&) = default;
+};
+
+/// A callback that does not parse: field() names the offending field ("url",
+/// "headers.Host", ...), what() says "<field>: <what is wrong>".
+class payload_error : public std::invalid_argument {
+public:
+    payload_error(std::string field, const std::string& why)
+        : std::invalid_argument(field + ": " + why)
+        , field_(std::move(field)) {}
+    const std::string& field() const noexcept { return field_; }
+
+private:
+    std::string field_;
+};
+
+/// Limits of a callback; the API may narrow them.
+struct payload_limits {
+    std::size_t max_url_length = 2048;
+    std::size_t max_headers = 32;
+    std::size_t max_header_bytes = 8192; ///< names and values together
+    std::size_t max_body = 1 << 20;
+    std::chrono::milliseconds max_timeout{std::chrono::minutes(5)};
+};
+
+/// Parses a callback object; throws payload_error. Headers the client sets itself (Host,
+/// Content-Length, Transfer-Encoding, Connection, Idempotency-Key, Timewheel-*, ...) are
+/// refused, as are names that are not HTTP tokens and values with control characters (no
+/// header injection). The URL's syntax and length are checked here; its address is checked
+/// only when called (it must be resolved first).
+callback_spec parse_callback(const boost::json::value& v, const payload_limits& limits = {});
+
+/// The same from JSON text (a syntax error names the field "callback").
+callback_spec parse_callback(std::string_view json, const payload_limits& limits = {});
+
+/// The JSON object parse_callback reads back as the same callback.
+boost::json::object to_json(const callback_spec& spec);
+
+} // namespace timewheeld::callback
+
+#endif

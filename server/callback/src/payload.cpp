@@ -1,0 +1,164 @@
+#include <timewheeld/callback/payload.hpp>
+
+#include <timewheeld/callback/url.hpp>
+
+#include <boost/json/object.hpp>
+#include <boost/json/parse.hpp>
+
+#include <algorithm>
+#include <array>
+#include <cctype>
+#include <string>
+
+namespace timewheeld::callback {
+
+namespace json = boost::json;
+
+namespace {
+std::string lower(std::string_view s) {
+    std::string out(s);
+    std::transform(out.begin(), out.end(), out.begin(),
+                   [](unsigned char c) { return std::tolower(c); });
+    return out;
+}
+
+bool token_char(char c) {
+    return std::isalnum(static_cast<unsigned char>(c)) ||
+           std::string_view("!#$%&'*+-.^_`|~").find(c) != std::string_view::npos;
+}
+
+// The headers the client writes itself, or that would change how the message is framed.
+bool reserved_header(std::string_view name) {
+    static constexpr std::array<std::string_view, 13> reserved = {"host",
+                                                                  "content-length",
+                                                                  "transfer-encoding",
+                                                                  "connection",
+                                                                  "keep-alive",
+                                                                  "upgrade",
+                                                                  "te",
+                                                                  "trailer",
+                                                                  "expect",
+                                                                  "idempotency-key",
+                                                                  "proxy-connection",
+                                                                  "proxy-authorization",
+                                                                  "user-agent"};
+    auto n = lower(name);
+    return std::find(reserved.begin(), reserved.end(), n) != reserved.end() ||
+           n.starts_with("timewheel-");
+}
+
+const json::string& want_string(const json::value& v, const std::string& field) {
+    if (!v.is_string())
+        throw payload_error(field, "must be a string");
+    return v.get_string();
+}
+} // namespace
+
+callback_spec parse_callback(const json::value& v, const payload_limits& limits) {
+    if (!v.is_object())
+        throw payload_error("callback", "must be an object");
+    const auto& o = v.get_object();
+    for (const auto& kv : o) {
+        static constexpr std::array<std::string_view, 5> known = {"url", "method", "headers",
+                                                                  "body", "timeout_ms"};
+        if (std::find(known.begin(), known.end(), std::string_view(kv.key())) == known.end())
+            throw payload_error(std::string(kv.key()), "unknown field");
+    }
+    callback_spec spec;
+
+    const auto* u = o.if_contains("url");
+    if (!u)
+        throw payload_error("url", "is required");
+    spec.url = want_string(*u, "url");
+    {
+        url parsed;
+        boost::system::error_code ec;
+        std::string why;
+        if (!parse_url(spec.url, limits.max_url_length, parsed, ec, why))
+            throw payload_error("url", why);
+    }
+
+    if (const auto* m = o.if_contains("method")) {
+        spec.method = want_string(*m, "method");
+        static constexpr std::array<std::string_view, 5> methods = {"GET", "POST", "PUT", "PATCH",
+                                                                    "DELETE"};
+        if (std::find(methods.begin(), methods.end(), spec.method) == methods.end())
+            throw payload_error("method", "\"" + spec.method +
+                                              "\" is not one of GET, POST, PUT, PATCH, DELETE");
+    }
+
+    if (const auto* h = o.if_contains("headers")) {
+        if (!h->is_object())
+            throw payload_error("headers", "must be an object of strings");
+        const auto& ho = h->get_object();
+        if (ho.size() > limits.max_headers)
+            throw payload_error("headers",
+                                "more than " + std::to_string(limits.max_headers) + " headers");
+        std::size_t bytes = 0;
+        for (const auto& kv : ho) {
+            std::string name(kv.key());
+            std::string field = "headers." + name;
+            if (name.empty() || !std::all_of(name.begin(), name.end(), token_char))
+                throw payload_error(field, "is not a valid header name");
+            if (reserved_header(name))
+                throw payload_error(field, "is set by timewheeld and cannot be given");
+            const auto& value = want_string(kv.value(), field);
+            if (std::any_of(value.begin(), value.end(), [](char c) {
+                    auto u8 = static_cast<unsigned char>(c);
+                    return (u8 < 0x20 && c != '\t') || u8 == 0x7f;
+                }))
+                throw payload_error(field, "has a control character (CR, LF, NUL, ...)");
+            bytes += name.size() + value.size();
+            spec.headers.emplace_back(std::move(name), std::string(value));
+        }
+        if (bytes > limits.max_header_bytes)
+            throw payload_error("headers", "more than " + std::to_string(limits.max_header_bytes) +
+                                               " bytes of names and values");
+    }
+
+    if (const auto* b = o.if_contains("body")) {
+        spec.body = want_string(*b, "body");
+        if (spec.body.size() > limits.max_body)
+            throw payload_error("body",
+                                "longer than " + std::to_string(limits.max_body) + " bytes");
+    }
+
+    if (const auto* t = o.if_contains("timeout_ms")) {
+        std::int64_t ms = 0;
+        if (t->is_int64())
+            ms = t->get_int64();
+        else if (t->is_uint64() && t->get_uint64() <= static_cast<std::uint64_t>(INT64_MAX))
+            ms = static_cast<std::int64_t>(t->get_uint64());
+        else
+            throw payload_error("timeout_ms", "must be an integer number of milliseconds");
+        if (ms < 1 || ms > limits.max_timeout.count())
+            throw payload_error("timeout_ms", "must be between 1 and " +
+                                                  std::to_string(limits.max_timeout.count()));
+        spec.timeout = std::chrono::milliseconds(ms);
+    }
+    return spec;
+}
+
+callback_spec parse_callback(std::string_view text, const payload_limits& limits) {
+    boost::system::error_code ec;
+    auto v = json::parse(text, ec);
+    if (ec)
+        throw payload_error("callback", "is not valid JSON (" + ec.message() + ")");
+    return parse_callback(v, limits);
+}
+
+json::object to_json(const callback_spec& spec) {
+    json::object o;
+    o["url"] = spec.url;
+    o["method"] = spec.method;
+    json::object h;
+    for (const auto& [name, value] : spec.headers)
+        h[name] = value;
+    o["headers"] = std::move(h);
+    o["body"] = spec.body;
+    if (spec.timeout.count() > 0)
+        o["timeout_ms"] = spec.timeout.count();
+    return o;
+}
+
+} // namespace timewheeld::callback

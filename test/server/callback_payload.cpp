@@ -1,0 +1,90 @@
+// The callback of a task as JSON (timewheeld/callback/payload.hpp): defaults, round trip,
+// and an error naming the field for each way a callback can be wrong.
+#include <timewheeld/callback/payload.hpp>
+
+#include <boost/json/serialize.hpp>
+
+#define BOOST_TEST_MODULE server_callback_payload
+#include <boost/test/unit_test.hpp>
+
+#include <string>
+
+using namespace timewheeld::callback;
+
+namespace {
+// The field a bad callback is refused for (and that it is refused at all).
+std::string refused_field(const std::string& json, const payload_limits& limits = {}) {
+    try {
+        parse_callback(std::string_view(json), limits);
+    } catch (const payload_error& e) {
+        BOOST_TEST(std::string(e.what()).starts_with(e.field() + ": "));
+        return e.field();
+    }
+    return "(accepted)";
+}
+} // namespace
+
+BOOST_AUTO_TEST_CASE(defaults) {
+    auto spec = parse_callback(std::string_view(R"({"url": "http://example.com/hook"})"));
+    BOOST_TEST(spec.url == "http://example.com/hook");
+    BOOST_TEST(spec.method == "POST");
+    BOOST_TEST(spec.headers.empty());
+    BOOST_TEST(spec.body == "");
+    BOOST_TEST(spec.timeout.count() == 0);
+}
+
+BOOST_AUTO_TEST_CASE(every_field_and_round_trip) {
+    auto spec = parse_callback(std::string_view(
+        R"({"url": "https://example.com:8443/a?b=c", "method": "PUT",
+            "headers": {"Content-Type": "application/json", "X-Trace": "abc"},
+            "body": "{\"x\":1}", "timeout_ms": 2500})"));
+    BOOST_TEST(spec.method == "PUT");
+    BOOST_TEST(spec.headers.size() == 2u);
+    BOOST_TEST(spec.body == R"({"x":1})");
+    BOOST_TEST(spec.timeout.count() == 2500);
+    auto again = parse_callback(boost::json::value(to_json(spec)));
+    BOOST_TEST((again == spec));
+    auto defaults = parse_callback(std::string_view(R"({"url": "http://h/"})"));
+    BOOST_TEST((parse_callback(boost::json::value(to_json(defaults))) == defaults));
+}
+
+BOOST_AUTO_TEST_CASE(errors_name_the_field) {
+    BOOST_TEST(refused_field("{") == "callback");
+    BOOST_TEST(refused_field("[1]") == "callback");
+    BOOST_TEST(refused_field("{}") == "url");
+    BOOST_TEST(refused_field(R"({"url": 5})") == "url");
+    BOOST_TEST(refused_field(R"({"url": "ftp://example.com/"})") == "url");
+    BOOST_TEST(refused_field(R"({"url": "http://user:pw@example.com/"})") == "url");
+    BOOST_TEST(refused_field(R"({"url": "http://example.com:99999/"})") == "url");
+    BOOST_TEST(refused_field(R"({"url": "http://h/", "method": "CONNECT"})") == "method");
+    BOOST_TEST(refused_field(R"({"url": "http://h/", "method": 1})") == "method");
+    BOOST_TEST(refused_field(R"({"url": "http://h/", "headers": []})") == "headers");
+    BOOST_TEST(refused_field(R"({"url": "http://h/", "headers": {"Host": "evil"}})") ==
+               "headers.Host");
+    BOOST_TEST(refused_field(R"({"url": "http://h/", "headers": {"idempotency-key": "x"}})") ==
+               "headers.idempotency-key");
+    BOOST_TEST(refused_field(R"({"url": "http://h/", "headers": {"Timewheel-Attempt": "9"}})") ==
+               "headers.Timewheel-Attempt");
+    BOOST_TEST(refused_field(R"({"url": "http://h/", "headers": {"Bad Name": "x"}})") ==
+               "headers.Bad Name");
+    BOOST_TEST(refused_field(R"({"url": "http://h/", "headers": {"X-A": "a\r\nX-B: b"}})") ==
+               "headers.X-A");
+    BOOST_TEST(refused_field(R"({"url": "http://h/", "headers": {"X-A": 1}})") == "headers.X-A");
+    BOOST_TEST(refused_field(R"({"url": "http://h/", "body": {}})") == "body");
+    BOOST_TEST(refused_field(R"({"url": "http://h/", "timeout_ms": 0})") == "timeout_ms");
+    BOOST_TEST(refused_field(R"({"url": "http://h/", "timeout_ms": 1.5})") == "timeout_ms");
+    BOOST_TEST(refused_field(R"({"url": "http://h/", "timeout_ms": 99999999})") == "timeout_ms");
+    BOOST_TEST(refused_field(R"({"url": "http://h/", "retries": 3})") == "retries");
+}
+
+BOOST_AUTO_TEST_CASE(limits) {
+    payload_limits small;
+    small.max_url_length = 20;
+    small.max_headers = 1;
+    small.max_body = 3;
+    BOOST_TEST(refused_field(R"({"url": "http://example.com/a-long-path"})", small) == "url");
+    BOOST_TEST(refused_field(R"({"url": "http://h/", "headers": {"A": "1", "B": "2"}})", small) ==
+               "headers");
+    BOOST_TEST(refused_field(R"({"url": "http://h/", "body": "abcd"})", small) == "body");
+    BOOST_TEST(refused_field(R"({"url": "http://h/", "body": "abc"})", small) == "(accepted)");
+}

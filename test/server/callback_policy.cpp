@@ -1,0 +1,192 @@
+// The pieces of the callback client that need no network: the URL, the SSRF address
+// classes and host allow-list, Retry-After in both forms, and the signature scheme as a
+// receiver checks it (with OpenSSL's HMAC computed here, independently of the library).
+#include <timewheeld/callback/address_policy.hpp>
+#include <timewheeld/callback/error.hpp>
+#include <timewheeld/callback/retry_after.hpp>
+#include <timewheeld/callback/signature.hpp>
+#include <timewheeld/callback/url.hpp>
+
+#include <openssl/evp.h>
+#include <openssl/hmac.h>
+
+#define BOOST_TEST_MODULE server_callback_policy
+#include <boost/test/unit_test.hpp>
+
+#include <cstdio>
+
+using namespace timewheeld::callback;
+using boost::asio::ip::make_address;
+
+namespace {
+url parsed(std::string_view text) {
+    url u;
+    boost::system::error_code ec;
+    std::string why;
+    BOOST_REQUIRE_MESSAGE(parse_url(text, 2048, u, ec, why), why);
+    return u;
+}
+boost::system::error_code refusal(std::string_view text, std::string* why_out = nullptr,
+                                  std::size_t max = 2048) {
+    url u;
+    boost::system::error_code ec;
+    std::string why;
+    BOOST_TEST(!parse_url(text, max, u, ec, why));
+    BOOST_TEST(!why.empty());
+    if (why_out)
+        *why_out = why;
+    return ec;
+}
+} // namespace
+
+BOOST_AUTO_TEST_CASE(urls) {
+    auto u = parsed("HTTP://Example.COM/a/b?c=d#frag");
+    BOOST_TEST(!u.https);
+    BOOST_TEST(u.host == "example.com");
+    BOOST_TEST(u.port == 80);
+    BOOST_TEST(u.target == "/a/b?c=d");
+    BOOST_TEST(u.origin() == "http://example.com:80");
+    BOOST_TEST(u.host_header() == "example.com");
+    auto s = parsed("https://127.0.0.1:8443");
+    BOOST_TEST(s.https);
+    BOOST_TEST(s.port == 8443);
+    BOOST_TEST(s.target == "/");
+    BOOST_TEST(s.host_header() == "127.0.0.1:8443");
+    auto v6 = parsed("http://[::1]:81/x");
+    BOOST_TEST(v6.host == "::1");
+    BOOST_TEST(v6.host_header() == "[::1]:81");
+    BOOST_TEST(parsed("http://h?q=1").target == "/?q=1");
+    auto bare_v6 = parsed("https://[fe80::1]/");
+    BOOST_TEST(bare_v6.host == "fe80::1");
+    BOOST_TEST(bare_v6.port == 443);
+    BOOST_TEST((refusal("http://[::1]:/") == error::bad_url));
+
+    std::string why;
+    BOOST_TEST((refusal("gopher://h/", &why) == error::scheme_not_allowed));
+    BOOST_TEST(why.find("gopher") != std::string::npos);
+    BOOST_TEST((refusal("http://h/" + std::string(100, 'a'), &why, 50) == error::url_too_long));
+    BOOST_TEST(why.find("limit of 50") != std::string::npos);
+    BOOST_TEST((refusal("example.com/x") == error::bad_url));
+    BOOST_TEST((refusal("http:///x") == error::bad_url));
+    BOOST_TEST((refusal("http://a@b/") == error::bad_url));
+    BOOST_TEST((refusal("http://h:0/") == error::bad_url));
+    BOOST_TEST((refusal("http://h:x/") == error::bad_url));
+    BOOST_TEST((refusal("http://h:/") == error::bad_url));
+    BOOST_TEST((refusal("http://[::1/") == error::bad_url));
+    BOOST_TEST((refusal("http://[nope]/") == error::bad_url));
+    BOOST_TEST((refusal("http://h/a b") == error::bad_url));
+    BOOST_TEST((refusal("http://h/a\r\nX: y") == error::bad_url));
+    BOOST_TEST((refusal("http://h%2f/") == error::bad_url));
+}
+
+BOOST_AUTO_TEST_CASE(address_classes) {
+    auto c = [](const char* a) { return classify(make_address(a)); };
+    BOOST_TEST((c("127.0.0.1") == address_class::loopback));
+    BOOST_TEST((c("127.255.0.9") == address_class::loopback));
+    BOOST_TEST((c("::1") == address_class::loopback));
+    BOOST_TEST((c("10.0.0.1") == address_class::private_network));
+    BOOST_TEST((c("172.16.0.1") == address_class::private_network));
+    BOOST_TEST((c("172.31.255.255") == address_class::private_network));
+    BOOST_TEST((c("172.32.0.1") == address_class::global));
+    BOOST_TEST((c("192.168.1.1") == address_class::private_network));
+    BOOST_TEST((c("100.64.0.1") == address_class::private_network));
+    BOOST_TEST((c("100.128.0.1") == address_class::global));
+    BOOST_TEST((c("fd00::1") == address_class::private_network));
+    BOOST_TEST((c("169.254.169.254") == address_class::link_local));
+    BOOST_TEST((c("fe80::1") == address_class::link_local));
+    BOOST_TEST((c("0.0.0.0") == address_class::unspecified));
+    BOOST_TEST((c("::") == address_class::unspecified));
+    BOOST_TEST((c("224.0.0.1") == address_class::multicast));
+    BOOST_TEST((c("ff02::1") == address_class::multicast));
+    BOOST_TEST((c("255.255.255.255") == address_class::reserved));
+    BOOST_TEST((c("::ffff:127.0.0.1") == address_class::loopback));
+    BOOST_TEST((c("::ffff:169.254.169.254") == address_class::link_local));
+    BOOST_TEST((c("::ffff:10.1.2.3") == address_class::private_network));
+    BOOST_TEST((c("93.184.216.34") == address_class::global));
+    BOOST_TEST((c("2606:2800:220:1::1") == address_class::global));
+
+    address_policy p;
+    BOOST_TEST(p.allows(make_address("93.184.216.34")));
+    for (const char* a : {"127.0.0.1", "10.0.0.1", "169.254.169.254", "::ffff:127.0.0.1", "0.0.0.0",
+                          "224.0.0.1", "fe80::1"})
+        BOOST_TEST(!p.allows(make_address(a)), a);
+    p.allow_loopback = true;
+    BOOST_TEST(p.allows(make_address("127.0.0.1")));
+    BOOST_TEST(p.allows(make_address("::ffff:127.0.0.1")));
+    BOOST_TEST(!p.allows(make_address("10.0.0.1")));
+    BOOST_TEST(!p.allows(make_address("169.254.169.254")));
+    p.allow_private = true;
+    p.allow_link_local = true;
+    BOOST_TEST(p.allows(make_address("10.0.0.1")));
+    BOOST_TEST(p.allows(make_address("169.254.169.254")));
+    BOOST_TEST(!p.allows(make_address("0.0.0.0")));
+    BOOST_TEST(!p.allows(make_address("224.0.0.1")));
+}
+
+BOOST_AUTO_TEST_CASE(host_allow_list) {
+    address_policy p;
+    BOOST_TEST(p.allows_host("anything.example"));
+    p.allowed_hosts = {"hooks.example.com", "*.partner.org"};
+    BOOST_TEST(p.allows_host("hooks.example.com"));
+    BOOST_TEST(p.allows_host("HOOKS.example.com"));
+    BOOST_TEST(!p.allows_host("example.com"));
+    BOOST_TEST(!p.allows_host("hooks.example.com.evil.net"));
+    BOOST_TEST(p.allows_host("a.partner.org"));
+    BOOST_TEST(p.allows_host("a.b.partner.org"));
+    BOOST_TEST(!p.allows_host("partner.org"));
+    BOOST_TEST(!p.allows_host("evilpartner.org"));
+}
+
+BOOST_AUTO_TEST_CASE(retry_after) {
+    using namespace std::chrono;
+    // 1994-11-06 08:49:37 UTC
+    auto at = system_clock::from_time_t(784111777);
+    BOOST_TEST(parse_retry_after("120", at)->count() == 120);
+    BOOST_TEST(parse_retry_after(" 0 ", at)->count() == 0);
+    BOOST_TEST(parse_retry_after("Sun, 06 Nov 1994 08:50:37 GMT", at)->count() == 60);
+    BOOST_TEST(parse_retry_after("Sunday, 06-Nov-94 08:50:37 GMT", at)->count() == 60);
+    BOOST_TEST(parse_retry_after("Sun Nov  6 08:50:37 1994", at)->count() == 60);
+    // A fraction of a second before the date rounds up, a date in the past is now.
+    BOOST_TEST(
+        parse_retry_after("Sun, 06 Nov 1994 08:50:37 GMT", at + milliseconds(500))->count() == 60);
+    BOOST_TEST(parse_retry_after("Sun, 06 Nov 1994 08:00:00 GMT", at)->count() == 0);
+    BOOST_TEST(!parse_retry_after("", at));
+    BOOST_TEST(!parse_retry_after("-5", at));
+    BOOST_TEST(!parse_retry_after("1.5", at));
+    BOOST_TEST(!parse_retry_after("soon", at));
+    BOOST_TEST(!parse_retry_after("Sun, 06 Nov 1994 08:50:37 GMT trailing", at));
+    BOOST_TEST(parse_retry_after("99999999999999999999999", at)->count() > 0);
+}
+
+BOOST_AUTO_TEST_CASE(signature_scheme) {
+    const std::string secret = "s3cret";
+    const std::string body = R"({"order":42})";
+    auto header = sign(secret, 1700000000, body);
+    // Recomputed here from the documented scheme: HMAC-SHA256(secret, "<t>.<body>"), hex.
+    std::string message = "1700000000." + body;
+    unsigned char mac[32];
+    unsigned len = 0;
+    HMAC(EVP_sha256(), secret.data(), static_cast<int>(secret.size()),
+         reinterpret_cast<const unsigned char*>(message.data()), message.size(), mac, &len);
+    std::string hex;
+    for (unsigned i = 0; i < len; ++i) {
+        char b[3];
+        std::snprintf(b, sizeof b, "%02x", mac[i]);
+        hex += b;
+    }
+    BOOST_TEST(header == "t=1700000000,v1=" + hex);
+
+    // The example of docs/server.md, computed there with Python's hmac module.
+    BOOST_TEST(sign("shared-secret", 1700000000, R"({"order": 42})") ==
+               "t=1700000000,v1=d15731cfda9851402db36218fe2101267353cad42ebeba5075d0d5afa20faf42");
+
+    auto at = std::chrono::system_clock::time_point(std::chrono::seconds(1700000000));
+    BOOST_TEST(verify_signature(header, secret, body, at));
+    BOOST_TEST(verify_signature(header, secret, body, at + std::chrono::minutes(4)));
+    BOOST_TEST(!verify_signature(header, secret, body, at + std::chrono::minutes(6)));
+    BOOST_TEST(!verify_signature(header, "other", body, at));
+    BOOST_TEST(!verify_signature(header, secret, body + " ", at));
+    BOOST_TEST(!verify_signature("v1=" + hex, secret, body, at));
+    BOOST_TEST(!verify_signature("t=1700000000", secret, body, at));
+    BOOST_TEST(verify_signature("t=1700000000,v1=00,v1=" + hex, secret, body, at));
+}
