@@ -2,17 +2,25 @@
 // server/main.cpp
 //
 // timewheeld: the delayed HTTP-callback service. Reads its settings from the flags and the
-// environment (--help lists them), serves the API until SIGTERM or SIGINT, and exits 0
-// once in-flight requests are answered. Exit status 2 for bad settings, 1 for a failure
-// at start (the address in use, say).
+// environment (--help lists them), serves the API and runs the due tasks' callbacks (one
+// dispatcher per thread, unless --no-worker) until SIGTERM or SIGINT, and exits 0 once
+// in-flight requests are answered and the callbacks have finished or been given back. Exit status 2
+// for bad settings, 1 for a failure at start (the address in use, say).
 //
 #include <timewheeld/api/log.hpp>
 #include <timewheeld/api/metrics.hpp>
 #include <timewheeld/api/server.hpp>
 #include <timewheeld/api/settings.hpp>
+#include <timewheeld/dispatch/dispatcher.hpp>
 
+#include <unistd.h>
+
+#include <chrono>
 #include <cstdio>
 #include <exception>
+#include <memory>
+#include <string>
+#include <vector>
 
 int main(int argc, char** argv) {
     namespace api = timewheeld::api;
@@ -27,10 +35,52 @@ int main(int argc, char** argv) {
         std::fputs(api::help_text().c_str(), stdout);
         return 0;
     }
+    if (parsed.settings.store.starts_with("sqlite:") && parsed.settings.threads > 1) {
+        // Every thread opens its own store, and two SQLite stores must not share a file.
+        std::fprintf(stderr, "timewheeld: --store sqlite: runs with --threads 1\n");
+        return 2;
+    }
     api::logger log(parsed.settings.log_level);
     try {
         api::metrics_registry metrics;
         api::server server(parsed.settings, metrics, log);
+        // Declared after the server: destroyed first, while the io_contexts and stores
+        // they run on still exist. Each is made, used and stopped on its own thread.
+        namespace dispatch = timewheeld::dispatch;
+        api::service_metrics service_metrics(metrics);
+        dispatch::result_router router;
+        std::vector<std::unique_ptr<dispatch::dispatcher>> dispatchers(parsed.settings.threads);
+        if (parsed.settings.worker) {
+            const auto opt = dispatch::options_from(parsed.settings);
+            server.set_result_sink(&router);
+            const auto stop_within = parsed.settings.shutdown_timeout * 3 / 4;
+            server.set_shard_hooks(
+                {.start =
+                     [&, opt](const api::shard_view& v) {
+                         // The execution log names the process and the thread that ran it.
+                         auto o = opt;
+                         o.worker_name = "timewheeld-" + std::to_string(::getpid()) + "-" +
+                                         std::to_string(v.index);
+                         dispatchers[v.index] = std::make_unique<dispatch::dispatcher>(
+                             v.io, v.store, o, service_metrics, router);
+                         dispatchers[v.index]->start();
+                     },
+                 .stop =
+                     [&, stop_within](const api::shard_view& v, std::function<void()> done) {
+                         auto& d = dispatchers[v.index];
+                         if (!d) {
+                             done();
+                             return;
+                         }
+                         d->stop(std::chrono::steady_clock::now() + stop_within,
+                                 [&log, done = std::move(done)](boost::system::error_code ec) {
+                                     if (ec) {
+                                         log.warn("worker_stop", {{"error", ec.message()}});
+                                     }
+                                     done();
+                                 });
+                     }});
+        }
         server.run();
     } catch (const std::invalid_argument& e) {
         log.error("bad_settings", {{"error", e.what()}});

@@ -77,6 +77,7 @@ public:
         std::set<connection*> connections;
         bool stopping = false;
         bool finished = false;
+        bool hook_running = false; // shard_hooks::stop has not called done yet
     };
 
     server_impl(const settings& s, metrics_registry& m, logger& l)
@@ -112,8 +113,17 @@ public:
         }
     }
 
+    void set_shard_hooks(shard_hooks hooks) { hooks_ = std::move(hooks); }
+
     void run(bool handle_signals) {
         auto& io0 = shards_[0]->io;
+        for (std::size_t i = 0; i < shards_.size(); ++i) {
+            if (hooks_.start) {
+                net::post(shards_[i]->io, [this, i] {
+                    hooks_.start({shards_[i]->io, *shards_[i]->store.store, i});
+                });
+            }
+        }
         if (handle_signals) {
             signals_.emplace(io0, SIGTERM, SIGINT);
             signals_->async_wait([this](boost::system::error_code ec, int sig) {
@@ -198,13 +208,22 @@ private:
                 }
             }
         });
-        for (auto& sh : shards_) {
-            net::post(sh->io, [this, s = sh.get()] {
+        for (std::size_t i = 0; i < shards_.size(); ++i) {
+            net::post(shards_[i]->io, [this, i, s = shards_[i].get()] {
                 s->stopping = true;
                 for (auto* c : s->connections) {
                     if (c->idle) {
                         c->stream->socket().close();
                     }
+                }
+                if (hooks_.stop) {
+                    s->hook_running = true;
+                    hooks_.stop({s->io, *s->store.store, i}, [this, s] {
+                        net::post(s->io, [this, s] {
+                            s->hook_running = false;
+                            maybe_finish(*s);
+                        });
+                    });
                 }
                 maybe_finish(*s);
             });
@@ -214,7 +233,7 @@ private:
     // On the shard's thread: once stopping and without connections, it closes its store
     // and lets its io_context run out.
     void maybe_finish(shard& s) {
-        if (!s.stopping || s.finished || !s.connections.empty()) {
+        if (!s.stopping || s.finished || s.hook_running || !s.connections.empty()) {
             return;
         }
         s.finished = true;
@@ -389,6 +408,7 @@ private:
     }
 
     settings cfg_;
+    shard_hooks hooks_;
     service_metrics metrics_;
     logger& log_;
     std::vector<std::unique_ptr<shard>> shards_;
@@ -414,6 +434,10 @@ std::uint16_t server::port() const noexcept {
 
 void server::set_result_sink(result_sink* sink) noexcept {
     impl_->set_result_sink(sink);
+}
+
+void server::set_shard_hooks(shard_hooks hooks) {
+    impl_->set_shard_hooks(std::move(hooks));
 }
 
 void server::run(bool handle_signals) {

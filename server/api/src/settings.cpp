@@ -14,8 +14,8 @@ namespace timewheeld::api {
 namespace {
 
 struct option {
-    std::string_view flag; // without "--"
-    std::string_view value_name;
+    std::string_view flag;       // without "--"
+    std::string_view value_name; // empty: a switch, given alone (or as --flag=true/false)
     std::string_view help;
     std::function<void(settings&, std::string_view)> set;
 };
@@ -50,6 +50,24 @@ std::function<void(settings&, std::string_view)> millis(std::chrono::millisecond
     };
 }
 
+// A switch: "--flag" alone means true; the variable (or --flag=V) says 1/true/yes or
+// 0/false/no.
+bool truth(std::string_view name, std::string_view v) {
+    if (v == "1" || v == "true" || v == "yes") {
+        return true;
+    }
+    if (v == "0" || v == "false" || v == "no") {
+        return false;
+    }
+    throw std::invalid_argument(std::string(name) + ": must be true or false, not '" +
+                                std::string(v) + "'");
+}
+
+std::function<void(settings&, std::string_view)> boolean(bool settings::*member,
+                                                         std::string_view name) {
+    return [=](settings& s, std::string_view v) { s.*member = truth(name, v); };
+}
+
 const std::vector<option>& options() {
     static const std::vector<option> table = {
         {"bind", "ADDR", "address to listen on (default 127.0.0.1; 0.0.0.0 exposes the API)",
@@ -59,8 +77,8 @@ const std::vector<option>& options() {
         {"port-file", "PATH", "write the bound port to PATH once listening",
          [](settings& s, std::string_view v) { s.port_file = v; }},
         {"store", "URL",
-         "where tasks live: redis://[user:password@]host[:port][/queue] "
-         "(default redis://127.0.0.1:6379/timewheeld)",
+         "where tasks live: redis://[user:password@]host[:port][/queue], or sqlite:PATH "
+         "(one node, --threads 1) (default redis://127.0.0.1:6379/timewheeld)",
          [](settings& s, std::string_view v) { s.store = v; }},
         {"token", "SECRET",
          "require 'Authorization: Bearer SECRET' on /v1/* and /metrics (prefer the variable: "
@@ -110,6 +128,47 @@ const std::vector<option>& options() {
                  throw std::invalid_argument("--log-level: must be error, warn, info or debug");
              }
          }},
+        {"no-worker", "", "serve the API only: run no callbacks on this node",
+         [](settings& s, std::string_view v) { s.worker = !truth("--no-worker", v); }},
+        {"worker-concurrency", "N", "callbacks in flight at once, per thread (default 64)",
+         number(&settings::worker_concurrency, 1, 100000, "--worker-concurrency")},
+        {"callback-allow-loopback", "",
+         "let callbacks reach loopback addresses (127/8, ::1); refused by default (SSRF)",
+         boolean(&settings::callback_allow_loopback, "--callback-allow-loopback")},
+        {"callback-allow-private", "",
+         "let callbacks reach private addresses (10/8, 172.16/12, 192.168/16, fc00::/7)",
+         boolean(&settings::callback_allow_private, "--callback-allow-private")},
+        {"callback-allow-hosts", "LIST",
+         "comma-separated host names callbacks may reach ('*.example.com' for subdomains); "
+         "default: any host whose address is allowed",
+         [](settings& s, std::string_view v) {
+             s.callback_allow_hosts.clear();
+             while (!v.empty()) {
+                 const auto comma = v.find(',');
+                 auto host = v.substr(0, comma);
+                 v = comma == std::string_view::npos ? std::string_view() : v.substr(comma + 1);
+                 if (host.empty()) {
+                     throw std::invalid_argument("--callback-allow-hosts: an empty host name");
+                 }
+                 std::string lower(host);
+                 for (auto& c : lower) {
+                     c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+                 }
+                 s.callback_allow_hosts.push_back(std::move(lower));
+             }
+         }},
+        {"signing-secret", "SECRET",
+         "sign every callback's body with HMAC-SHA256 (Timewheel-Signature; prefer the variable)",
+         [](settings& s, std::string_view v) { s.signing_secret = v; }},
+        {"callback-timeout-ms", "MS",
+         "a callback's whole call when its task gives no timeout_ms (default 10000)",
+         millis(&settings::callback_timeout, "--callback-timeout-ms")},
+        {"max-per-host", "N", "callbacks in flight to one host, per thread (default 8)",
+         number(&settings::max_per_host, 1, 100000, "--max-per-host")},
+        {"result-deadline-ms", "MS",
+         "after a callback answered 202, wait this long for POST /v1/tasks/{id}/result, then "
+         "retry (default 300000)",
+         millis(&settings::result_deadline, "--result-deadline-ms")},
     };
     return table;
 }
@@ -162,6 +221,9 @@ parsed_settings parse_settings(int argc, const char* const* argv,
         if (!found) {
             throw std::invalid_argument("unknown flag --" + std::string(a) + " (see --help)");
         }
+        if (!value && found->value_name.empty()) {
+            value = "true";
+        }
         if (!value) {
             if (i + 1 >= argc) {
                 throw std::invalid_argument("--" + std::string(a) + " needs a value");
@@ -178,7 +240,10 @@ std::string help_text() {
                       "The delayed HTTP-callback service. Every flag may also be given as the\n"
                       "environment variable shown; a flag wins over its variable.\n\n";
     for (const auto& o : options()) {
-        std::string left = "  --" + std::string(o.flag) + " " + std::string(o.value_name);
+        std::string left = "  --" + std::string(o.flag);
+        if (!o.value_name.empty()) {
+            left += " " + std::string(o.value_name);
+        }
         out += left + "\n      " + std::string(o.help) + "\n      env " + env_name(o.flag) + "\n";
     }
     out += "  --help\n      this text\n";

@@ -135,6 +135,9 @@ public:
         std::vector<std::string> args{}; ///< extra flags
         std::vector<std::string> env{};  ///< extra "NAME=value"
         std::string queue = "api";
+        /// Run timewheeld's own callback worker (the API's tests play the worker themselves:
+        /// --no-worker unless this is set).
+        bool worker = false;
     };
 
     api_service()
@@ -182,6 +185,9 @@ private:
         const auto port_file = dir_ / "port";
         std::vector<std::string> argv = {TIMEWHEELD_BINARY,  "--port",  "0",        "--port-file",
                                          port_file.string(), "--store", store_url()};
+        if (!opt_.worker) {
+            argv.push_back("--no-worker");
+        }
         argv.insert(argv.end(), opt_.args.begin(), opt_.args.end());
         process_.emplace(child_process::options{
             .argv = argv, .output = dir_ / "timewheeld.log", .env = opt_.env});

@@ -32,7 +32,13 @@
 #include <timewheeld/api/result_sink.hpp>
 #include <timewheeld/api/settings.hpp>
 
+#include <timewheel/dq/store.hpp>
+
+#include <boost/asio/io_context.hpp>
+
+#include <cstddef>
 #include <cstdint>
+#include <functional>
 #include <memory>
 
 namespace timewheeld::api {
@@ -40,6 +46,24 @@ namespace timewheeld::api {
 namespace detail {
 class server_impl;
 }
+
+/// One of the server's threads, as the code that runs next to the API sees it.
+struct shard_view {
+    boost::asio::io_context& io; ///< run by this thread alone
+    timewheel::dq::store& store; ///< this thread's store, open until the shard finishes
+    std::size_t index;           ///< 0 to settings::threads - 1
+};
+
+/// What runs next to the API on each thread (timewheeld's callback workers).
+/**
+ * `start` is called on each thread once run() begins. `stop` is called on each thread when
+ * the shutdown begins; that thread's store is closed, and run() returns, only after `stop`
+ * has called its `done` (from any thread), or when settings::shutdown_timeout runs out.
+ */
+struct shard_hooks {
+    std::function<void(const shard_view&)> start;
+    std::function<void(const shard_view&, std::function<void()> done)> stop;
+};
 
 /// The API server.
 /**
@@ -62,6 +86,9 @@ public:
 
     /// Where POST /v1/tasks/{id}/result delivers (none by default: 404). Set before run().
     void set_result_sink(result_sink* sink) noexcept;
+
+    /// What runs next to the API on each thread (see shard_hooks). Set before run().
+    void set_shard_hooks(shard_hooks hooks);
 
     /// Serves until stop() (or SIGTERM/SIGINT, when `handle_signals`), on the calling thread
     /// and settings::threads - 1 more. Returns once every connection has finished.

@@ -17,6 +17,7 @@
 #include <optional>
 #include <string>
 #include <string_view>
+#include <vector>
 
 namespace timewheeld::api {
 
@@ -42,6 +43,17 @@ struct settings {
     std::chrono::milliseconds shutdown_timeout{10000}; ///< in-flight requests after SIGTERM
     api::log_level log_level = api::log_level::info;
     validation_limits validation; ///< callback URL length, header count...
+
+    // The worker side (server/dispatch/): the callbacks of due tasks.
+    bool worker = true;                   ///< false (--no-worker): the API alone
+    std::size_t worker_concurrency = 64;  ///< callbacks in flight per thread
+    bool callback_allow_loopback = false; ///< SSRF: callbacks may reach 127/8 and ::1
+    bool callback_allow_private = false;  ///< SSRF: ... and 10/8, 172.16/12, 192.168/16, fc00::/7
+    std::vector<std::string> callback_allow_hosts; ///< when not empty, only these hosts
+    std::string signing_secret; ///< when set, callbacks carry Timewheel-Signature
+    std::chrono::milliseconds callback_timeout{10000}; ///< a callback without its own timeout_ms
+    std::size_t max_per_host = 8; ///< callbacks in flight to one origin, per thread
+    std::chrono::milliseconds result_deadline{300000}; ///< after a 202, wait this long for /result
 };
 
 /// What parse_settings() found.

@@ -7,7 +7,9 @@
 // Schemes:
 //   redis://[user:password@]host[:port][/queue]   dq::redis_store, standalone (port 6379,
 //                                                 queue "timewheeld" by default)
-// The embedded store (sqlite:PATH) joins here: one more branch in make_store().
+//   sqlite:PATH                                   dq::sqlite_store in the file PATH (created
+//                                                 if missing; one node, one thread: two
+//                                                 stores must not share a file)
 //
 #ifndef TIMEWHEELD_API_STORE_HPP
 #define TIMEWHEELD_API_STORE_HPP

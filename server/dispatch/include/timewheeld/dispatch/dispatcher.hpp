@@ -1,0 +1,125 @@
+//
+// timewheeld/dispatch/dispatcher.hpp
+//
+// The worker side of timewheeld: what makes a due task's callback. A dispatcher runs on
+// one of the service's threads, next to the API: a dq::worker over that thread's store, a
+// callback::client, and the attempts whose callback answered 202 and wait for their result.
+//
+// A run of a task:
+//   1. its payload is parsed as a callback (callback/payload.hpp); one that does not parse
+//      fails permanently (it cannot get better);
+//   2. the callback is called with the task id as Idempotency-Key and the attempt number;
+//   3. the verdict becomes the run's outcome: success -> success; retry -> retry, after
+//      Retry-After when the answer gave one; fail -> failure with the error text;
+//      accepted (202) -> the job waits (its lease renewed by the worker) for a result
+//      reported through POST /v1/tasks/{id}/result (result_router), or for the result
+//      deadline, after which the attempt counts as failed and is retried.
+//
+// Stopping (SIGTERM) stops the worker gracefully: no more claims, prefetched tasks given
+// back, running callbacks waited for until the deadline; attempts waiting for a result are
+// given back at once as retries (their result may then reach another node's attempt, or be
+// refused: the receiver sees the same Idempotency-Key again).
+//
+#ifndef TIMEWHEELD_DISPATCH_DISPATCHER_HPP
+#define TIMEWHEELD_DISPATCH_DISPATCHER_HPP
+
+#include <timewheeld/api/metrics.hpp>
+#include <timewheeld/api/result_sink.hpp>
+#include <timewheeld/api/settings.hpp>
+#include <timewheeld/callback/client.hpp>
+#include <timewheeld/callback/payload.hpp>
+
+#include <timewheel/dq/store.hpp>
+#include <timewheel/dq/worker.hpp>
+
+#include <boost/asio/any_completion_handler.hpp>
+#include <boost/asio/io_context.hpp>
+#include <boost/system/error_code.hpp>
+
+#include <chrono>
+#include <cstdint>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <unordered_map>
+
+namespace timewheeld::dispatch {
+
+/// The settings of a dispatcher.
+struct options {
+    callback::client_options client;
+    callback::payload_limits payload;
+    /// After a 202, how long the attempt waits for its result before it is retried.
+    std::chrono::milliseconds result_deadline{300000};
+    /// Callbacks in flight at once (dq::worker_options::concurrency).
+    std::size_t concurrency = 64;
+    /// The worker's name in the execution log.
+    std::string worker_name = "timewheeld";
+};
+
+/// The dispatcher options the service's settings describe.
+options options_from(const api::settings& s);
+
+class result_router;
+
+/// The callbacks of one thread.
+/**
+ * @par Thread Safety
+ * Use it on its io_context's thread only (that io_context must be run by one thread).
+ */
+class dispatcher {
+public:
+    /// A dispatcher on `store` (whose executor is `io`'s), filling `metrics`, reachable by
+    /// results through `router`. Not yet claiming. All must outlive it.
+    /** @throws std::invalid_argument for options out of range. */
+    dispatcher(boost::asio::io_context& io, timewheel::dq::store& store, const options& opt,
+               api::service_metrics& metrics, result_router& router);
+    ~dispatcher();
+
+    dispatcher(const dispatcher&) = delete;
+    dispatcher& operator=(const dispatcher&) = delete;
+
+    /// Starts claiming due tasks.
+    void start();
+
+    /// Stops gracefully (see the top of this file), then calls `handler(ec)`: ec as
+    /// dq::worker::async_stop gives it (timed_out when callbacks still ran at `deadline`).
+    void stop(std::chrono::steady_clock::time_point deadline,
+              boost::asio::any_completion_handler<void(boost::system::error_code)> handler);
+
+    /// Hands a reported result to the attempt of `id` waiting here. On this thread.
+    api::deliver_result deliver(const std::string& id, std::uint32_t attempt,
+                                timewheel::dq::outcome outcome);
+
+    const timewheel::dq::worker& worker() const noexcept;
+    boost::asio::io_context& io() noexcept;
+
+    struct state; // detail
+
+private:
+    std::shared_ptr<state> state_;
+};
+
+/// The result sink over the service's dispatchers: finds the thread whose attempt waits
+/// for the reported result and delivers it there.
+/**
+ * @par Thread Safety
+ * Every member may be called from any thread.
+ */
+class result_router final : public api::result_sink {
+public:
+    void deliver(std::string id, std::uint32_t attempt, timewheel::dq::outcome outcome,
+                 boost::asio::any_completion_handler<void(api::deliver_result)> handler) override;
+
+private:
+    friend class dispatcher;
+    void add(const std::string& id, dispatcher* d);
+    void remove(const std::string& id, dispatcher* d);
+
+    std::mutex mutex_;
+    std::unordered_map<std::string, dispatcher*> waiting_;
+};
+
+} // namespace timewheeld::dispatch
+
+#endif // TIMEWHEELD_DISPATCH_DISPATCHER_HPP

@@ -1,0 +1,262 @@
+//
+// server/dispatch/src/dispatcher.cpp
+//
+#include <timewheeld/dispatch/dispatcher.hpp>
+
+// GCC 12 at -O1 sees Asio's coroutine frames, allocated with aligned_alloc and released with
+// the frame's own operator delete (which calls free), as a mismatch: a false positive.
+#if defined(__GNUC__) && !defined(__clang__)
+#pragma GCC diagnostic ignored "-Wmismatched-new-delete"
+#endif
+
+#include <boost/asio/as_tuple.hpp>
+#include <boost/asio/post.hpp>
+#include <boost/asio/steady_timer.hpp>
+#include <boost/asio/use_awaitable.hpp>
+
+#include <algorithm>
+#include <optional>
+#include <utility>
+
+namespace timewheeld::dispatch {
+
+namespace net = boost::asio;
+namespace dq = timewheel::dq;
+
+options options_from(const api::settings& s) {
+    options o;
+    o.client.policy.allow_loopback = s.callback_allow_loopback;
+    o.client.policy.allow_private = s.callback_allow_private;
+    o.client.policy.allowed_hosts = s.callback_allow_hosts;
+    o.client.signing_secret = s.signing_secret;
+    o.client.total_timeout = s.callback_timeout;
+    o.client.connect_timeout = std::min(o.client.connect_timeout, s.callback_timeout);
+    o.client.max_connections_per_host = s.max_per_host;
+    o.client.max_url_length = s.validation.max_callback_url_bytes;
+    // What the API accepted must parse here too: its limits, not the parser's defaults.
+    o.payload.max_url_length = s.validation.max_callback_url_bytes;
+    o.payload.max_headers = s.validation.max_callback_headers;
+    o.payload.max_body = s.validation.max_payload_bytes;
+    o.payload.max_timeout = std::chrono::milliseconds(s.validation.max_timeout_ms);
+    o.result_deadline = s.result_deadline;
+    o.concurrency = s.worker_concurrency;
+    return o;
+}
+
+struct dispatcher::state : std::enable_shared_from_this<dispatcher::state> {
+    // An attempt whose callback answered 202, waiting for its result.
+    struct waiter {
+        std::uint32_t attempt;
+        net::steady_timer* timer;
+        std::optional<dq::outcome> result;
+    };
+
+    state(net::io_context& io, dq::store& store, const options& opt, api::service_metrics& m,
+          result_router& router, dispatcher* owner)
+        : io(io)
+        , opt(opt)
+        , metrics(m)
+        , router(router)
+        , owner(owner)
+        , client(io.get_executor(), opt.client)
+        , worker(store, worker_options(opt),
+                 [this](const dq::job& j) -> net::awaitable<dq::outcome> { return run(j); }) {}
+
+    static dq::worker_options worker_options(const options& opt) {
+        dq::worker_options w;
+        w.claim.worker = opt.worker_name;
+        // The lease outlives a call by far: a running task's lease is renewed anyway.
+        w.claim.lease = std::max<dq::duration>(
+            dq::duration(30000),
+            std::chrono::duration_cast<dq::duration>(3 * opt.client.total_timeout));
+        w.concurrency = opt.concurrency;
+        return w;
+    }
+
+    net::awaitable<dq::outcome> run(const dq::job& j) {
+        auto self = shared_from_this();
+        metrics.fired.inc();
+        metrics.lateness.observe(std::max(worker.store_now() - j.due(), dq::duration(0)));
+        metrics.in_flight.add(1);
+        struct leave {
+            api::gauge& g;
+            ~leave() { g.sub(1); }
+        } on_leave{metrics.in_flight};
+        dq::outcome o = co_await call(j);
+        count(j, o);
+        co_return o;
+    }
+
+    net::awaitable<dq::outcome> call(const dq::job& j) {
+        callback::callback_spec spec;
+        try {
+            spec = callback::parse_callback(std::string_view(j.payload()), opt.payload);
+        } catch (const callback::payload_error& e) {
+            co_return dq::outcome::failure(std::string("bad callback: ") + e.what());
+        }
+        // A named request, not a braced temporary in the co_await expression: GCC 12
+        // destroys such temporaries twice.
+        callback::call_request req{std::move(spec), j.id(), j.attempt()};
+        auto [ec, r] =
+            co_await client.async_call(std::move(req), net::as_tuple(net::use_awaitable));
+        (void)ec; // r.verdict and r.error say what ec means for the task
+        if (r.status != 0) {
+            metrics.callback_latency.observe(r.latency);
+        }
+        switch (r.verdict) {
+        case callback::verdict::success:
+            co_return dq::outcome::success();
+        case callback::verdict::retry:
+            co_return dq::outcome::retry(
+                r.error, r.retry_after
+                             ? std::optional<dq::duration>(
+                                   std::chrono::duration_cast<dq::duration>(*r.retry_after))
+                             : std::nullopt);
+        case callback::verdict::fail:
+            co_return dq::outcome::failure(r.error);
+        case callback::verdict::accepted:
+            break;
+        }
+        co_return co_await wait_for_result(j);
+    }
+
+    net::awaitable<dq::outcome> wait_for_result(const dq::job& j) {
+        if (stopping) {
+            co_return dq::outcome::retry("accepted (202), but this node is stopping",
+                                         dq::duration(0));
+        }
+        net::steady_timer timer(io, opt.result_deadline);
+        waiter w{j.attempt(), &timer, std::nullopt};
+        const std::string id = j.id();
+        waiting[id] = &w;
+        router.add(id, owner);
+        co_await timer.async_wait(net::as_tuple(net::use_awaitable));
+        waiting.erase(id);
+        router.remove(id, owner);
+        if (w.result) {
+            co_return std::move(*w.result);
+        }
+        if (stopping) {
+            co_return dq::outcome::retry("accepted (202), no result before this node stopped",
+                                         dq::duration(0));
+        }
+        co_return dq::outcome::retry("accepted (202), no result within " +
+                                     std::to_string(opt.result_deadline.count()) + " ms");
+    }
+
+    void count(const dq::job& j, const dq::outcome& o) {
+        switch (o.what) {
+        case dq::outcome::kind::success:
+            metrics.succeeded.inc();
+            break;
+        case dq::outcome::kind::retry:
+            if (j.attempt() >= j.task().retry.max_attempts) {
+                metrics.dead.inc();
+            } else {
+                metrics.retried.inc();
+            }
+            break;
+        case dq::outcome::kind::failure:
+            metrics.dead.inc();
+            break;
+        }
+    }
+
+    api::deliver_result deliver(const std::string& id, std::uint32_t attempt, dq::outcome o) {
+        const auto it = waiting.find(id);
+        if (it == waiting.end() || it->second->result) {
+            return api::deliver_result::not_pending;
+        }
+        if (it->second->attempt != attempt) {
+            return api::deliver_result::wrong_attempt;
+        }
+        it->second->result = std::move(o);
+        it->second->timer->cancel();
+        return api::deliver_result::accepted;
+    }
+
+    void stop(std::chrono::steady_clock::time_point deadline,
+              net::any_completion_handler<void(boost::system::error_code)> handler) {
+        stopping = true;
+        for (auto& [id, w] : waiting) {
+            w->timer->cancel();
+        }
+        worker.async_stop(deadline, [self = shared_from_this(),
+                                     h = std::move(handler)](boost::system::error_code ec) mutable {
+            self->client.close();
+            std::move(h)(ec);
+        });
+    }
+
+    net::io_context& io;
+    options opt;
+    api::service_metrics& metrics;
+    result_router& router;
+    dispatcher* owner;
+    callback::client client;
+    std::unordered_map<std::string, waiter*> waiting;
+    bool stopping = false;
+    dq::worker worker; // last: destroyed first, while what its handlers use still exists
+};
+
+dispatcher::dispatcher(net::io_context& io, dq::store& store, const options& opt,
+                       api::service_metrics& metrics, result_router& router)
+    : state_(std::make_shared<state>(io, store, opt, metrics, router, this)) {}
+
+dispatcher::~dispatcher() = default;
+
+void dispatcher::start() {
+    state_->worker.start();
+}
+
+void dispatcher::stop(std::chrono::steady_clock::time_point deadline,
+                      net::any_completion_handler<void(boost::system::error_code)> handler) {
+    state_->stop(deadline, std::move(handler));
+}
+
+api::deliver_result dispatcher::deliver(const std::string& id, std::uint32_t attempt,
+                                        dq::outcome outcome) {
+    return state_->deliver(id, attempt, std::move(outcome));
+}
+
+const dq::worker& dispatcher::worker() const noexcept {
+    return state_->worker;
+}
+
+net::io_context& dispatcher::io() noexcept {
+    return state_->io;
+}
+
+void result_router::add(const std::string& id, dispatcher* d) {
+    std::lock_guard lock(mutex_);
+    waiting_[id] = d;
+}
+
+void result_router::remove(const std::string& id, dispatcher* d) {
+    std::lock_guard lock(mutex_);
+    if (const auto it = waiting_.find(id); it != waiting_.end() && it->second == d) {
+        waiting_.erase(it);
+    }
+}
+
+void result_router::deliver(std::string id, std::uint32_t attempt, dq::outcome outcome,
+                            net::any_completion_handler<void(api::deliver_result)> handler) {
+    dispatcher* d = nullptr;
+    {
+        std::lock_guard lock(mutex_);
+        if (const auto it = waiting_.find(id); it != waiting_.end()) {
+            d = it->second;
+        }
+    }
+    if (!d) {
+        std::move(handler)(api::deliver_result::not_pending);
+        return;
+    }
+    // The waiting attempt belongs to its thread: deliver there (it may have ended since).
+    net::post(d->io(), [d, id = std::move(id), attempt, o = std::move(outcome),
+                        h = std::move(handler)]() mutable {
+        std::move(h)(d->deliver(id, attempt, std::move(o)));
+    });
+}
+
+} // namespace timewheeld::dispatch
