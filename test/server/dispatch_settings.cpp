@@ -1,0 +1,121 @@
+//
+// test/server/dispatch_settings.cpp
+//
+// The worker's settings of timewheeld: the flags and TIMEWHEELD_* variables parse into
+// api::settings, bad values are refused naming the flag, and dispatch::options_from() turns
+// them into the callback client's and the worker's options.
+//
+#define BOOST_TEST_MODULE server_dispatch_settings
+#include <boost/test/unit_test.hpp>
+
+#include <timewheeld/api/settings.hpp>
+#include <timewheeld/dispatch/dispatcher.hpp>
+
+#include <map>
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+namespace api = timewheeld::api;
+namespace dispatch = timewheeld::dispatch;
+using namespace std::chrono_literals;
+
+namespace {
+
+api::parsed_settings parse(std::vector<const char*> args,
+                           std::map<std::string, std::string> env = {}) {
+    args.insert(args.begin(), "timewheeld");
+    return api::parse_settings(static_cast<int>(args.size()), args.data(),
+                               [&](const char* name) -> const char* {
+                                   const auto it = env.find(name);
+                                   return it == env.end() ? nullptr : it->second.c_str();
+                               });
+}
+
+bool refused(std::vector<const char*> args, std::map<std::string, std::string> env,
+             const std::string& naming) {
+    try {
+        parse(std::move(args), std::move(env));
+    } catch (const std::invalid_argument& e) {
+        BOOST_TEST_MESSAGE(e.what());
+        return std::string(e.what()).find(naming) != std::string::npos;
+    }
+    return false;
+}
+
+} // namespace
+
+BOOST_AUTO_TEST_CASE(defaults_run_a_worker_that_refuses_loopback) {
+    const auto s = parse({}).settings;
+    BOOST_TEST(s.worker);
+    BOOST_TEST(!s.callback_allow_loopback);
+    BOOST_TEST(!s.callback_allow_private);
+    BOOST_TEST(s.callback_allow_hosts.empty());
+    BOOST_TEST(s.result_deadline == 300000ms);
+    const auto o = dispatch::options_from(s);
+    BOOST_TEST(!o.client.policy.allow_loopback);
+    BOOST_TEST(o.client.signing_secret.empty());
+}
+
+BOOST_AUTO_TEST_CASE(flags_set_every_worker_setting) {
+    const auto s =
+        parse({"--no-worker", "--callback-allow-loopback", "--callback-allow-private",
+               "--callback-allow-hosts", "A.example.com,*.hooks.test", "--signing-secret", "s3cret",
+               "--callback-timeout-ms", "1500", "--max-per-host", "3", "--result-deadline-ms",
+               "2500", "--worker-concurrency", "7"})
+            .settings;
+    BOOST_TEST(!s.worker);
+    BOOST_TEST(s.callback_allow_loopback);
+    BOOST_TEST(s.callback_allow_private);
+    BOOST_TEST(s.callback_allow_hosts ==
+                   (std::vector<std::string>{"a.example.com", "*.hooks.test"}),
+               boost::test_tools::per_element());
+    BOOST_TEST(s.signing_secret == "s3cret");
+    BOOST_TEST(s.callback_timeout == 1500ms);
+    BOOST_TEST(s.max_per_host == 3u);
+    BOOST_TEST(s.result_deadline == 2500ms);
+    BOOST_TEST(s.worker_concurrency == 7u);
+
+    const auto o = dispatch::options_from(s);
+    BOOST_TEST(o.client.policy.allow_loopback);
+    BOOST_TEST(o.client.policy.allow_private);
+    BOOST_TEST(o.client.policy.allowed_hosts.size() == 2u);
+    BOOST_TEST(o.client.signing_secret == "s3cret");
+    BOOST_TEST(o.client.total_timeout == 1500ms);
+    BOOST_TEST(o.client.connect_timeout <= 1500ms);
+    BOOST_TEST(o.client.max_connections_per_host == 3u);
+    BOOST_TEST(o.result_deadline == 2500ms);
+    BOOST_TEST(o.concurrency == 7u);
+}
+
+BOOST_AUTO_TEST_CASE(variables_set_switches_and_a_flag_wins) {
+    const auto s =
+        parse({"--callback-allow-private=false"}, {{"TIMEWHEELD_CALLBACK_ALLOW_LOOPBACK", "1"},
+                                                   {"TIMEWHEELD_CALLBACK_ALLOW_PRIVATE", "true"},
+                                                   {"TIMEWHEELD_NO_WORKER", "0"},
+                                                   {"TIMEWHEELD_SIGNING_SECRET", "from-env"}})
+            .settings;
+    BOOST_TEST(s.callback_allow_loopback);
+    BOOST_TEST(!s.callback_allow_private);
+    BOOST_TEST(s.worker);
+    BOOST_TEST(s.signing_secret == "from-env");
+}
+
+BOOST_AUTO_TEST_CASE(bad_values_are_refused_naming_the_setting) {
+    BOOST_TEST(refused({"--callback-allow-loopback=maybe"}, {}, "--callback-allow-loopback"));
+    BOOST_TEST(refused({}, {{"TIMEWHEELD_NO_WORKER", "yes please"}}, "TIMEWHEELD_NO_WORKER"));
+    BOOST_TEST(refused({"--max-per-host", "0"}, {}, "--max-per-host"));
+    BOOST_TEST(refused({"--worker-concurrency", "x"}, {}, "--worker-concurrency"));
+    BOOST_TEST(refused({"--result-deadline-ms", "0"}, {}, "--result-deadline-ms"));
+    BOOST_TEST(refused({"--callback-allow-hosts", "a.test,,b.test"}, {}, "--callback-allow-hosts"));
+}
+
+BOOST_AUTO_TEST_CASE(help_lists_the_worker_settings) {
+    const auto help = api::help_text();
+    for (const char* flag :
+         {"--no-worker", "--callback-allow-loopback", "--callback-allow-private",
+          "--callback-allow-hosts", "--signing-secret", "--callback-timeout-ms", "--max-per-host",
+          "--result-deadline-ms", "--worker-concurrency", "TIMEWHEELD_SIGNING_SECRET"}) {
+        BOOST_TEST(help.find(flag) != std::string::npos, flag);
+    }
+}
