@@ -250,3 +250,20 @@ BOOST_AUTO_TEST_CASE(sigterm_stops_the_worker_and_the_process_exits_zero) {
     BOOST_TEST_REQUIRE(svc.process().wait(), svc.log());
     BOOST_TEST(svc.process().exit_status() == 0, svc.log());
 }
+
+BOOST_AUTO_TEST_CASE(sigterm_gives_back_an_attempt_waiting_for_its_result) {
+    cs::sink sink;
+    sink.respond([](const cs::recorded_request&) { return status(202); });
+    // The result deadline is far beyond the shutdown timeout: only giving the attempt back
+    // lets the worker stop in time.
+    ts::api_service svc(with_worker({"--result-deadline-ms", "600000"}));
+    const auto created = svc.post("/v1/tasks", task_body("waiting-1", sink));
+    BOOST_TEST_REQUIRE(created.status == 201u, created);
+    BOOST_TEST_REQUIRE(eventually([&] { return state_of(svc, "waiting-1") == "running"; }),
+                       svc.log());
+    svc.process().terminate();
+    BOOST_TEST_REQUIRE(svc.process().wait(), svc.log());
+    BOOST_TEST(svc.process().exit_status() == 0, svc.log());
+    BOOST_TEST(svc.log().find("shutdown_timeout") == std::string::npos, svc.log());
+    BOOST_TEST(svc.log().find("worker_stop") == std::string::npos, svc.log());
+}
