@@ -76,24 +76,38 @@
 // The touches run 128 per posted handler, each handler followed by io_context::poll(), which
 // also runs the wheel when an entry is due (re-filing the touched ones lazily, once per
 // timeout per connection) and steady_timer's aborted handlers: all inside the timed window.
-// Time advances for real: the idle timeout is 2 s at 10k and 10 s at 1M connections, the set
-// is armed, warmed up untimed for half a timeout, then timed for one whole timeout, so that
-// the window holds one period's re-filing of every connection whatever its phase. Nothing
-// may expire (counter `expired`: 0); `touches_per_timeout` says how many times each
-// connection was touched per timeout, which sets the share of the re-filing per touch (a
-// server touched once a second with a 30 s timeout has 30).
-// Counters (per touch, over the timed window):
-//   ns_per_touch, cpu_ns_per_touch     wall time; CPU time of the benchmark thread;
-//   batch_ns_per_touch                 wall time inside the batches (the reads and the timer
-//                                      operations); poll_ns_per_touch the rest (poll(): the
-//                                      wheel's runs, steady_timer's aborted handlers);
-//   no_timer_ns_per_touch, no_timer_cpu_ns_per_touch  the no_timer loop's, from this process
-//                                      (measured by no_timer/hot_touch/N when it ran before;
-//                                      otherwise measured on the spot);
-//   incremental_ns, incremental_cpu_ns the timer's incremental cost: ns_per_touch minus
-//                                      no_timer_ns_per_touch (and the same in CPU time);
-//   incremental_batch_ns, incremental_poll_ns  the same split into the batches' part (the
-//                                      timer operations) and poll()'s part;
+// Every other batch is the baseline: the same simulated reads of the next 128 connections,
+// without the timer operation. The baseline thus runs on the same objects, interleaved with
+// the timed batches within microseconds, so that load, clock frequency and cache state are
+// the same for both; a no_timer loop measured in a separate window drifted by more than the
+// reaper's whole cost. Time advances for real: the idle timeout is 2 s at 10k and 10 s at 1M
+// connections, the set is armed, warmed up untimed for half a timeout, then timed for one
+// whole timeout, so that the window holds one period's re-filing of every connection whatever
+// its phase. Nothing may expire (counter `expired`: 0); `touches_per_timeout` says how many
+// times each connection was touched per timeout, which sets the share of the re-filing per
+// touch (a server touched once a second with a 30 s timeout has 30).
+// Counters (per timed touch, over the timed window):
+//   ns_per_touch, cpu_ns_per_touch     the window's wall time per timed touch (its batch and
+//                                      its share of the time outside the batches); the CPU
+//                                      time of the thread per timed touch (baseline included);
+//   batch_ns_per_touch                 wall time of the timed batches (the reads and the timer
+//                                      operations); baseline_batch_ns_per_read the baseline
+//                                      batches' (the reads alone);
+//   poll_ns_per_touch                  the rest of the window (post(), poll(): the wheel's runs,
+//                                      steady_timer's aborted handlers) per timed touch;
+//   no_timer_poll_ns                   a post() and a poll() with nothing to do, per poll(),
+//                                      from the no_timer run in this process (measured by
+//                                      no_timer/hot_touch/N when it ran before; otherwise on
+//                                      the spot); no_timer's own incremental_ns is the noise
+//                                      floor of the method (about 0);
+//   incremental_ns                     the timer's incremental cost per touch: the sum of
+//   incremental_batch_ns               batch_ns_per_touch - baseline_batch_ns_per_read, and
+//   incremental_poll_ns                poll_ns_per_touch less no_timer_poll_ns per poll;
+//   incremental_cpu_ns (_batch, _poll) the same in CPU time of the thread (no_timer_poll_cpu_ns
+//                                      per poll subtracted): the figure to read on a loaded
+//                                      machine, where a preempted thread loses its core mostly
+//                                      at a system call's return, inside poll(), so that the
+//                                      wall time outside the batches grows with the load;
 //   poll_ns_per_timeout                incremental_poll_ns times touches_per_timeout: poll()'s
 //                                      extra work per connection and per timeout (for the
 //                                      wheel, its re-filing), so that the cost per touch can be
@@ -550,11 +564,22 @@ inline void simulate_read(hot_connection<Timer>& c, std::uint64_t seq) {
 }
 
 struct hot_result {
-    double wall_ns = 0; // per touch
-    double cpu_ns = 0;  // per touch, CPU time of this thread
-    std::uint64_t touches = 0;
-    std::uint64_t allocations = 0;
-    double batch_ns = 0; // per touch: wall time inside the batches (the reads and touches)
+    double wall_ns = 0;            // per timed touch (a touch with the timer operation)
+    double cpu_ns = 0;             // per timed touch, CPU time of this thread
+    std::uint64_t touches = 0;     // timed touches
+    std::uint64_t allocations = 0; // during the whole window
+    double batch_ns = 0;           // per timed touch: its batch's wall time
+    double baseline_batch_ns = 0;  // per read of the interleaved baseline batches
+    double poll_ns = 0;            // per timed touch: the window's time outside the batches
+    std::uint64_t polls = 0;       // poll() calls in the window
+    double poll_overhead_ns = 0;   // per poll(): the window's time outside the batches / polls
+    // The same in CPU time of the thread, which a loaded machine does not inflate: a thread
+    // that is preempted loses its core mostly at a system call's return, that is in poll(),
+    // so that the wall time outside the batches grows with the load, not with the timer.
+    double batch_cpu_ns = 0;
+    double baseline_batch_cpu_ns = 0;
+    double poll_cpu_ns = 0;
+    double poll_overhead_cpu_ns = 0;
 };
 
 double thread_cpu_seconds() {
@@ -565,44 +590,74 @@ double thread_cpu_seconds() {
 
 // Touches connections in the visit order, `batch` per posted handler followed by a poll()
 // (which runs the wheel when a slot is due, and steady_timer's aborted handlers), for
-// `window` of real time.
+// `window` of real time. Every other batch is the baseline: the same simulated reads on the
+// next connections of the same objects, without the timer operation. Interleaving them makes
+// the baseline see the same machine (load, frequency, cache) as the timed batches within
+// microseconds; a baseline measured in another run, as before, drifted by more than the
+// reaper's whole cost, and once came out slower than the timed loop.
 template <typename Connection, typename Touch>
 hot_result hot_window(net::io_context& io, const std::vector<Connection*>& order, std::size_t& next,
                       std::uint64_t& seq, clock_type::duration window, Touch touch) {
-    const std::uint64_t first = seq;
     const std::uint64_t allocations = timewheel_bench::allocations();
-    clock_type::duration in_batches{};
+    clock_type::duration timed_batches{}, baseline_batches{};
+    double timed_cpu = 0, baseline_cpu = 0; // seconds
+    std::uint64_t timed = 0, baseline = 0, polls = 0;
+    bool with_timer = true;
     const double cpu_start = thread_cpu_seconds();
     const auto start = clock_type::now();
     const auto end = start + window;
     auto now = start;
     while (now < end) {
         net::post(io, [&] {
+            const double batch_cpu_start = thread_cpu_seconds();
             const auto batch_start = clock_type::now();
             for (std::size_t i = 0; i < batch; ++i) {
                 Connection& c = *order[next];
                 next = next + 1 == order.size() ? 0 : next + 1;
                 simulate_read(c, ++seq);
-                touch(c);
+                if (with_timer) {
+                    touch(c);
+                }
             }
-            in_batches += clock_type::now() - batch_start;
+            const auto spent = clock_type::now() - batch_start;
+            (with_timer ? timed_batches : baseline_batches) += spent;
+            (with_timer ? timed_cpu : baseline_cpu) += thread_cpu_seconds() - batch_cpu_start;
+            (with_timer ? timed : baseline) += batch;
+            with_timer = !with_timer;
         });
         io.poll();
+        ++polls;
         now = clock_type::now();
     }
-    const std::uint64_t touches = seq - first; // the touches that ran
+    const auto per = [](clock_type::duration d, std::uint64_t count) {
+        return std::chrono::duration<double, std::nano>(d).count() /
+               static_cast<double>(std::max<std::uint64_t>(count, 1));
+    };
+    const auto outside = (now - start) - timed_batches - baseline_batches;
     hot_result r;
-    r.touches = touches;
+    r.touches = timed;
     r.allocations = timewheel_bench::allocations() - allocations;
-    r.wall_ns = std::chrono::duration<double, std::nano>(now - start).count() /
-                static_cast<double>(touches);
-    r.cpu_ns = (thread_cpu_seconds() - cpu_start) * 1e9 / static_cast<double>(touches);
-    r.batch_ns =
-        std::chrono::duration<double, std::nano>(in_batches).count() / static_cast<double>(touches);
+    r.batch_ns = per(timed_batches, timed);
+    r.baseline_batch_ns = per(baseline_batches, baseline);
+    r.poll_ns = per(outside, timed);
+    r.polls = polls;
+    r.poll_overhead_ns = per(outside, polls);
+    r.wall_ns = r.batch_ns + r.poll_ns;
+    const double cpu = thread_cpu_seconds() - cpu_start;
+    const auto per_cpu = [](double seconds, std::uint64_t count) {
+        return seconds * 1e9 / static_cast<double>(std::max<std::uint64_t>(count, 1));
+    };
+    r.batch_cpu_ns = per_cpu(timed_cpu, timed);
+    r.baseline_batch_cpu_ns = per_cpu(baseline_cpu, baseline);
+    r.poll_cpu_ns = per_cpu(cpu - timed_cpu - baseline_cpu, timed);
+    r.poll_overhead_cpu_ns = per_cpu(cpu - timed_cpu - baseline_cpu, polls);
+    r.cpu_ns = r.batch_cpu_ns + r.poll_cpu_ns;
     return r;
 }
 
-// The no_timer loop's figures per N, from this process: the timer benchmarks subtract them.
+// The no_timer loop's figures per N, from this process: its time outside the batches per
+// poll() is the cost of a post() and a poll() that find nothing to do, which the timer
+// benchmarks subtract from theirs.
 std::map<std::size_t, hot_result>& hot_baselines() {
     static std::map<std::size_t, hot_result> baselines;
     return baselines;
@@ -617,6 +672,11 @@ hot_result hot_run(std::size_t n, Make make, Arm arm, Touch touch, net::io_conte
     // Without outstanding work (no_timer), a poll() would stop the io_context, and the later
     // ones would leave the batches queued.
     auto guard = net::make_work_guard(io);
+    // A server's io_context always has its reactor running (its sockets are registered), so
+    // every poll() pays an epoll_wait. Without a pending wait, no_timer's would not: this
+    // idle timer starts the reactor for every implementation alike.
+    net::steady_timer reactor(io, std::chrono::hours(1));
+    reactor.async_wait([](boost::system::error_code) {});
     const timewheel_bench::workload& w = timewheel_bench::get_workload(n);
     timewheel_bench::scattered<hot_connection<Timer>> connections(w, make);
     for (std::size_t i = 0; i < n; ++i) {
@@ -643,24 +703,34 @@ void report_hot(benchmark::State& state, std::size_t n, const hot_result& r,
         baselines[n] = no_timer_run(n); // filtered out: measure it now, in this process
     }
     const hot_result& base = baselines[n];
+    // The timer's part of a batch: the timed batches against the baseline batches that ran
+    // between them. Its part of poll(): the time outside the batches less what a poll()
+    // costs with no timer (per poll, from the no_timer run; a few ns per touch in all).
+    const double incremental_batch = r.batch_ns - r.baseline_batch_ns;
+    const double incremental_poll =
+        r.poll_ns - base.poll_overhead_ns * static_cast<double>(r.polls) /
+                        static_cast<double>(std::max<std::uint64_t>(r.touches, 1));
+    const double incremental_batch_cpu = r.batch_cpu_ns - r.baseline_batch_cpu_ns;
+    const double incremental_poll_cpu =
+        r.poll_cpu_ns - base.poll_overhead_cpu_ns * static_cast<double>(r.polls) /
+                            static_cast<double>(std::max<std::uint64_t>(r.touches, 1));
     state.SetItemsProcessed(static_cast<std::int64_t>(r.touches));
     state.counters["ns_per_touch"] = r.wall_ns;
     state.counters["batch_ns_per_touch"] = r.batch_ns;
-    state.counters["poll_ns_per_touch"] = r.wall_ns - r.batch_ns;
+    state.counters["baseline_batch_ns_per_read"] = r.baseline_batch_ns;
+    state.counters["poll_ns_per_touch"] = r.poll_ns;
     state.counters["cpu_ns_per_touch"] = r.cpu_ns;
-    state.counters["no_timer_ns_per_touch"] = base.wall_ns;
-    state.counters["no_timer_cpu_ns_per_touch"] = base.cpu_ns;
-    state.counters["incremental_ns"] = r.wall_ns - base.wall_ns;
-    // The split: the timer operations themselves (inside the batches) and the rest of poll()
-    // (the wheel's runs; steady_timer's aborted handlers), the latter also per connection and
-    // per timeout, the unit in which the wheel re-files a touched entry.
-    state.counters["incremental_batch_ns"] = r.batch_ns - base.batch_ns;
-    state.counters["incremental_poll_ns"] =
-        (r.wall_ns - r.batch_ns) - (base.wall_ns - base.batch_ns);
+    state.counters["no_timer_poll_ns"] = base.poll_overhead_ns;
+    state.counters["incremental_ns"] = incremental_batch + incremental_poll;
+    state.counters["incremental_batch_ns"] = incremental_batch;
+    state.counters["incremental_poll_ns"] = incremental_poll;
+    state.counters["incremental_cpu_ns"] = incremental_batch_cpu + incremental_poll_cpu;
+    state.counters["incremental_batch_cpu_ns"] = incremental_batch_cpu;
+    state.counters["incremental_poll_cpu_ns"] = incremental_poll_cpu;
+    state.counters["no_timer_poll_cpu_ns"] = base.poll_overhead_cpu_ns;
+    // poll()'s extra work per connection and per timeout: for the wheel, its re-filing.
     state.counters["poll_ns_per_timeout"] =
-        ((r.wall_ns - r.batch_ns) - (base.wall_ns - base.batch_ns)) *
-        static_cast<double>(r.touches) / static_cast<double>(n);
-    state.counters["incremental_cpu_ns"] = r.cpu_ns - base.cpu_ns;
+        incremental_poll * static_cast<double>(r.touches) / static_cast<double>(n);
     state.counters["touches_per_timeout"] = static_cast<double>(r.touches) / static_cast<double>(n);
     state.counters["expired"] = static_cast<double>(expired);
     state.counters["timeout_s"] = std::chrono::duration<double>(hot_timeout(n)).count();

@@ -41,9 +41,11 @@
 //   steady_timer  one boost::asio::steady_timer per timer on one io_context (concurrency
 //                 hint 1); arm and move are expires_at() + async_wait(); aborted handlers run
 //                 in io_context::poll() every 128 operations and at the end of each batch,
-//                 inside the timed region.
+//                 inside the timed region (bench/support/handler_poll.hpp says why; the
+//                 Asio face's benchmarks, wheel_timer_bench.cpp, do the same).
 //
 
+#include "support/handler_poll.hpp"
 #include "support/op_clock.hpp"
 #include "support/workload.hpp"
 
@@ -75,11 +77,6 @@ using timewheel_bench::op_clock;
 using timewheel_bench::workload;
 using clock_type = std::chrono::steady_clock;
 using us = std::chrono::microseconds;
-
-// steady_timer: io_context::poll() runs the operation_aborted handlers after every this
-// many operations, as a loaded server runs them between two reactor passes (128 is the
-// number of events Asio's epoll reactor takes per epoll_wait).
-constexpr std::size_t poll_every = 128;
 
 // The idle loop advances time by this many 1 ms ticks per batch: a pass over the live
 // timers (10 batches) spans 500 ms, less than the shortest timeout, so nothing fires.
@@ -346,17 +343,8 @@ public:
     void move_later(item& it, tick_type timeout) { arm(it, timeout); }
     void cancel(item& it) { it.timer.cancel(); }
 
-    void after_op() {
-        if (--countdown_ == 0) {
-            io_.poll();
-            countdown_ = poll_every;
-        }
-    }
-
-    void flush() {
-        io_.poll();
-        countdown_ = poll_every;
-    }
+    void after_op() { poll_.after_op(); }
+    void flush() { poll_.flush(); }
 
     std::size_t advance(tick_type to) {
         now_ = std::max(now_, to);
@@ -391,7 +379,7 @@ private:
     boost::asio::io_context io_;
     clock_type::time_point origin_;
     tick_type now_ = 0;
-    std::size_t countdown_ = poll_every;
+    timewheel_bench::handler_poll poll_{io_};
     timewheel_bench::scattered<item> pool_; // destroyed before io_
 };
 

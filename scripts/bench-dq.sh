@@ -48,21 +48,9 @@ if [ "$only" != timewheel ] && [ ! -d bench/bullmq/node_modules ]; then
                         npm install --no-audit --no-fund --no-save >/dev/null; })
 fi
 
-dir=$(mktemp -d /tmp/timewheel-bench-dq-XXXXXX)
-port=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')
-redis-server --bind 127.0.0.1 --port "$port" --save '' --appendonly no --daemonize no \
-  --dir "$dir" --logfile "$dir/redis.log" &
-server=$!
-trap 'kill $server 2>/dev/null; wait $server 2>/dev/null; rm -rf "$dir"' EXIT
-for _ in $(seq 100); do
-  redis-cli -p "$port" ping >/dev/null 2>&1 && break
-  sleep 0.05
-done
-# Every case starts with FLUSHALL: make sure the server on that port is the one started here.
-if [ "$(redis-cli -p "$port" info server | tr -d '\r' | sed -n 's/^process_id://p')" != "$server" ]; then
-  echo "the redis-server on port $port is not ours (pid $server): giving up" >&2
-  exit 1
-fi
+source scripts/lib/private-redis.sh
+start_private_redis timewheel-bench-dq
+dir="$redis_dir" port="$redis_port"
 
 log="$dir/runs.jsonl"
 : >"$log"

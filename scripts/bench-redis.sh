@@ -26,16 +26,9 @@ cmake -S . -B build-release -DCMAKE_BUILD_TYPE=Release -DTIMEWHEEL_BUILD_TESTS=O
 cmake --build build-release -j"${JOBS:-2}" --target redis_bench >/dev/null
 bench=./build-release/bench/redis/redis_bench
 
-dir=$(mktemp -d /tmp/timewheel-bench-redis-XXXXXX)
-port=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')
-redis-server --bind 127.0.0.1 --port "$port" --save '' --appendonly no --daemonize no \
-  --dir "$dir" --logfile "$dir/redis.log" &
-server=$!
-trap 'kill $server 2>/dev/null; wait $server 2>/dev/null; rm -rf "$dir"' EXIT
-for _ in $(seq 100); do
-  redis-cli -p "$port" ping >/dev/null 2>&1 && break
-  sleep 0.05
-done
+source scripts/lib/private-redis.sh
+start_private_redis timewheel-bench-redis
+dir="$redis_dir" port="$redis_port"
 
 # redis-benchmark, one client, SET: prints rps,avg_ms,p50_ms,p99_ms.
 rb() { # $1 = pipeline, $2 = requests

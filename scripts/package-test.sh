@@ -6,7 +6,8 @@
 #   pkg-config     test_package/test_package.cpp compiled with `pkg-config --cflags --libs`
 #   subdirectory   test/consumer_subdirectory/, which uses add_subdirectory(<repo root>)
 #   components     test/consumer_components/: find_package(timewheel COMPONENTS dq) brings
-#                  timewheel::dq and timewheel::redis (when hiredis is there to build them)
+#                  timewheel::dq and timewheel::redis (when hiredis is there to build them),
+#                  and COMPONENTS dq_sqlite timewheel::dq_sqlite (when SQLite 3 is there too)
 # and checks that CMAKE_POSITION_INDEPENDENT_CODE (Conan's fPIC) decides -fPIC.
 # Prints PASS/FAIL per step and exits non-zero on any failure. Uses only temporary directories.
 # Usage: scripts/package-test.sh            (from anywhere in a clone)
@@ -115,8 +116,10 @@ position_independent_code() {
 }
 
 consumer_components() {
+  local sqlite=OFF
+  [ -f "$prefix/lib/libtimewheel_dq_sqlite.a" ] && sqlite=ON
   cmake_configure -S "$root/test/consumer_components" -B "$tmp/components" \
-    -DCMAKE_PREFIX_PATH="$prefix"
+    -DCMAKE_PREFIX_PATH="$prefix" -DCONSUMER_DQ_SQLITE="$sqlite"
   cmake --build "$tmp/components" -j"$jobs"
   "$tmp/components/consumer_components"
   # And the wheel alone loads no layer: timewheel::redis only when asked for.

@@ -325,17 +325,23 @@ def targets(runs):
                      f"`wheel_timer/bytes_per_timer/1`: {timer_bytes:.0f} bytes",
                      "met" if timer_bytes <= 160 else "missed"))
 
-    # Issue 11: the timer's incremental cost per hot touch (a counter: the benchmark's time
-    # minus no_timer/hot_touch/N's in the same process).
-    slow = get(runs, "steady_timer/hot_touch/1000000", "incremental_ns")
+    # Issue 11: the timer's incremental cost per hot touch (counters: the timed batches
+    # against the baseline batches interleaved with them, plus poll()'s extra work). CPU time
+    # of the thread decides: a loaded machine inflates the wall time outside the batches.
     for impl in ("idle_reaper", "wheel_timer"):
-        fast = get(runs, f"{impl}/hot_touch/1000000", "incremental_ns")
         label = f"{impl} hot touch at 1M: incremental cost ≥ 20× below steady_timer's"
-        if slow is None or not fast:
+        slow = get(runs, "steady_timer/hot_touch/1000000", "incremental_cpu_ns")
+        fast = get(runs, f"{impl}/hot_touch/1000000", "incremental_cpu_ns")
+        slow_wall = get(runs, "steady_timer/hot_touch/1000000", "incremental_ns")
+        fast_wall = get(runs, f"{impl}/hot_touch/1000000", "incremental_ns")
+        if slow is None or not fast or fast <= 0:
             rows.append((label, "not measured", "–"))
             continue
-        rows.append((label, f"`incremental_ns`: steady_timer {fmt_ns(slow)} / {impl} "
-                            f"{fmt_ns(fast)} ns = {slow / fast:.1f}×",
+        wall = ""
+        if slow_wall and fast_wall and fast_wall > 0:
+            wall = f" (wall time: {fmt_ns(slow_wall)} / {fmt_ns(fast_wall)} ns = {slow_wall / fast_wall:.1f}×)"
+        rows.append((label, f"`incremental_cpu_ns`: steady_timer {fmt_ns(slow)} / {impl} "
+                            f"{fmt_ns(fast)} ns = {slow / fast:.1f}×{wall}",
                      "met" if slow / fast >= 20 else "missed"))
     return rows
 

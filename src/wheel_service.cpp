@@ -347,27 +347,46 @@ void wheel_service::finish_run(bool unwinding) {
 
 // --- wheel_timer waits ------------------------------------------------------------------
 
-void wheel_service::add_wait(implementation_type& impl, detail::wait_op_base* op) {
+void wheel_service::arm_for_wait(implementation_type& impl) {
     if (!impl.armed()) {
         arm(impl, impl.expiry, impl.slack); // the only step that may throw: first
     }
+    scheduler_.work_started();
+}
+
+void wheel_service::add_wait(implementation_type& impl, detail::wait_op_base* op) {
+    arm_for_wait(impl);
     op->timer_ = &impl;
     op->expiry_ = impl.expiry;
-    impl.ops.push(op);
-    ++impl.waits;
-    scheduler_.work_started();
+    impl.push_queued(op);
+}
+
+detail::wait_op_base* wheel_service::take_inline(implementation_type& impl,
+                                                 const boost::system::error_code& ec) noexcept {
+    // The handler leaves the timer now, so that the timer may go away before it runs.
+    detail::inline_wait_carrier* carrier = carriers_.take();
+    impl.detach_cancellation();
+    impl.handler_.relocate_to(carrier->handler_);
+    carrier->ec_ = ec;
+    carrier->timer_ = nullptr;
+    carrier->expiry_ = impl.expiry;
+    return carrier;
 }
 
 std::size_t wheel_service::complete_waits(implementation_type& impl, std::size_t max,
                                           const boost::system::error_code& ec) noexcept {
     detail::op_queue<detail::wait_op_base> done;
     std::size_t count = 0;
+    if (max != 0 && impl.pending()) { // the oldest
+        done.push(take_inline(impl, ec));
+        ++count;
+    }
     while (count < max) {
-        detail::wait_op_base* op = impl.ops.front();
+        detail::wait_op_base* op = impl.queued_front();
         if (op == nullptr) {
             break;
         }
-        impl.ops.pop();
+        impl.unlink_queued(op);
         op->ec_ = ec;
         op->timer_ = nullptr;
         op->expiry_ = impl.expiry;
@@ -375,7 +394,6 @@ std::size_t wheel_service::complete_waits(implementation_type& impl, std::size_t
         done.push(op);
         ++count;
     }
-    impl.waits -= count;
     if (!ec && driver_state_ == driver_state::running) {
         // Expired by the run in progress: its driver completion delivers them.
         while (detail::wait_op_base* op = done.front()) {
@@ -385,7 +403,7 @@ std::size_t wheel_service::complete_waits(implementation_type& impl, std::size_t
         return count;
     }
     driver_op* aborted = nullptr;
-    if (impl.ops.empty()) {
+    if (!impl.has_waits()) {
         aborted = cancel_entry(impl);
     }
     if (aborted != nullptr) {
@@ -415,27 +433,33 @@ void wheel_service::cancel_wait(void* service, detail::async_op_base& base) {
     if (impl == nullptr) {
         return;
     }
-    detail::op_queue<detail::wait_op_base> others;
-    while (detail::wait_op_base* queued = impl->ops.front()) {
-        impl->ops.pop();
-        if (queued != &op) {
-            others.push(queued);
-        }
-    }
-    impl->ops.push(others);
-    --impl->waits;
+    impl->unlink_queued(&op);
     op.ec_ = net::error::operation_aborted;
     op.timer_ = nullptr;
+    self.post_cancelled(*impl, &op);
+}
+
+void wheel_service::cancel_inline_wait(void* service, detail::inline_wait& wait) {
+    auto& self = *static_cast<wheel_service*>(service);
+    auto& impl = static_cast<implementation_type&>(wait);
+    detail::thread_check::scope check(self.thread_check_);
+    if (!impl.pending()) {
+        return;
+    }
+    self.post_cancelled(impl, self.take_inline(impl, net::error::operation_aborted));
+}
+
+void wheel_service::post_cancelled(implementation_type& impl, detail::wait_op_base* op) noexcept {
     detail::op_queue<detail::wait_op_base> done;
-    done.push(&op);
+    done.push(op);
     driver_op* aborted = nullptr;
-    if (impl->ops.empty()) {
-        aborted = self.cancel_entry(*impl);
+    if (!impl.has_waits()) {
+        aborted = cancel_entry(impl);
     }
     if (aborted != nullptr) {
         aborted->carried_.push(done);
     } else {
-        self.completed_.post(done);
+        completed_.post(done);
     }
 }
 
@@ -444,15 +468,18 @@ void wheel_service::on_timer_event(implementation_type& impl, detail::entry_even
         complete_waits(impl, std::numeric_limits<std::size_t>::max(), {});
         return;
     }
-    // Shutdown: destroy the handlers without invoking them.
+    // Shutdown: the scheduler destroys the handlers without invoking them, later, so that a
+    // handler that owns its timer is not destroyed inside the timer's own call.
     net::detail::op_queue<net::detail::scheduler_operation> abandoned;
-    while (detail::wait_op_base* op = impl.ops.front()) {
-        impl.ops.pop();
+    if (impl.pending()) {
+        abandoned.push(take_inline(impl, net::error::operation_aborted));
+    }
+    while (detail::wait_op_base* op = impl.queued_front()) {
+        impl.unlink_queued(op);
         op->timer_ = nullptr;
         op->detach_cancellation();
         abandoned.push(op);
     }
-    impl.waits = 0;
     scheduler_.abandon_operations(abandoned);
 }
 
@@ -479,12 +506,17 @@ void wheel_service::move_construct(implementation_type& impl, implementation_typ
         std::move(static_cast<detail::service_entry&>(other));
     impl.expiry = std::exchange(other.expiry, time_point());
     impl.slack = std::exchange(other.slack, duration());
-    impl.ops.push(other.ops);
-    impl.waits = other.waits;
-    other.waits = 0;
-    for (detail::wait_op_base* op = impl.ops.front(); op != nullptr;
-         op = static_cast<detail::wait_op_base*>(net::detail::op_queue_access::next(op))) {
-        op->timer_ = &impl;
+    if (other.pending()) { // the inline wait moves with the timer, its cancellation too
+        other.handler_.relocate_to(impl.handler_);
+        impl.take_cancellation(other);
+    }
+    impl.queued_tail = std::exchange(other.queued_tail, nullptr);
+    if (impl.queued_tail != nullptr) {
+        detail::wait_op_base* op = impl.queued_tail;
+        do {
+            op->timer_ = &impl;
+            op = implementation_type::next_of(op);
+        } while (op != impl.queued_tail);
     }
 }
 
@@ -498,7 +530,7 @@ void wheel_service::move_assign(implementation_type& impl, wheel_service& /*othe
 }
 
 std::size_t wheel_service::cancel(implementation_type& impl) noexcept {
-    if (impl.ops.empty()) {
+    if (!impl.has_waits()) {
         return 0;
     }
     return complete_waits(impl, std::numeric_limits<std::size_t>::max(),
@@ -506,7 +538,7 @@ std::size_t wheel_service::cancel(implementation_type& impl) noexcept {
 }
 
 std::size_t wheel_service::cancel_one(implementation_type& impl) noexcept {
-    if (impl.ops.empty()) {
+    if (!impl.has_waits()) {
         return 0;
     }
     return complete_waits(impl, 1, net::error::operation_aborted);
@@ -520,11 +552,11 @@ std::size_t wheel_service::expires_at(implementation_type& impl, time_point expi
 
 std::size_t wheel_service::reschedule_at(implementation_type& impl, time_point expiry) {
     impl.expiry = expiry;
-    if (impl.ops.empty()) {
+    if (!impl.has_waits()) {
         return 0;
     }
     reschedule(impl, expiry);
-    return impl.waits;
+    return impl.waits();
 }
 
 void wheel_service::set_slack(implementation_type& impl, duration slack) {

@@ -8,6 +8,7 @@
 #include <boost/test/unit_test.hpp>
 
 #include <boost/asio/as_tuple.hpp>
+#include <boost/asio/bind_allocator.hpp>
 #include <boost/asio/bind_cancellation_slot.hpp>
 #include <boost/asio/bind_executor.hpp>
 #include <boost/asio/co_spawn.hpp>
@@ -564,14 +565,25 @@ struct counting_handler {
     }
 };
 
+// The same with padding: too large to be kept inside the timer.
+struct large_counting_handler : counting_handler {
+    std::array<char, 64> padding{};
+};
+
+static_assert(timewheel::detail::fits_inline<counting_handler>);
+// A coroutine's wait (use_awaitable) is kept inline too.
+static_assert(timewheel::detail::fits_inline<
+              net::detail::awaitable_handler<net::any_io_executor, error_code>>);
+static_assert(!timewheel::detail::fits_inline<large_counting_handler>);
+
 } // namespace
 
-BOOST_AUTO_TEST_CASE(the_operation_uses_the_handlers_allocator_and_frees_before_the_call) {
+BOOST_AUTO_TEST_CASE(an_oversized_handler_uses_its_allocator_and_frees_before_the_call) {
     net::io_context io;
     allocation_stats stats;
     wait_result r;
     wheel_timer t(io, 2ms);
-    t.async_wait(counting_handler{&stats, &r});
+    t.async_wait(large_counting_handler{{&stats, &r}, {}});
     BOOST_TEST(stats.total == 1);
     BOOST_TEST(stats.live == 1);
     run(io);
@@ -579,6 +591,24 @@ BOOST_AUTO_TEST_CASE(the_operation_uses_the_handlers_allocator_and_frees_before_
     BOOST_TEST(!r.ec);
     BOOST_TEST(stats.live_at_call == 0); // freed before the upcall
     BOOST_TEST(stats.live == 0);
+    BOOST_TEST(stats.total == 1);
+}
+
+BOOST_AUTO_TEST_CASE(a_second_concurrent_wait_uses_the_handlers_allocator) {
+    net::io_context io;
+    allocation_stats stats;
+    std::array<wait_result, 2> r;
+    wheel_timer t(io, 2ms);
+    t.async_wait(counting_handler{&stats, &r[0]}); // inline: no allocation
+    BOOST_TEST(stats.total == 0);
+    t.async_wait(counting_handler{&stats, &r[1]}); // the allocated fallback
+    BOOST_TEST(stats.total == 1);
+    BOOST_TEST(stats.live == 1);
+    run(io);
+    BOOST_TEST(r[0].calls == 1);
+    BOOST_TEST(r[1].calls == 1);
+    BOOST_TEST((r[0].at <= r[1].at));    // in order
+    BOOST_TEST(stats.live_at_call == 0); // the second's memory freed before its upcall
     BOOST_TEST(stats.total == 1);
 }
 
@@ -600,15 +630,205 @@ BOOST_AUTO_TEST_CASE(cancelled_and_destroyed_waits_free_through_the_handlers_all
     for (int i = 100; i < 150; ++i) {
         expired.async_wait(counting_handler{&stats, &r[i]});
     }
-    BOOST_TEST(stats.live == 150);
+    BOOST_TEST(stats.live == 147); // the first wait of each timer is inline
     BOOST_TEST(cancelled.cancel() == 50u);
     run(io);
     BOOST_TEST(stats.live == 0);
-    BOOST_TEST(stats.total == 150);
+    BOOST_TEST(stats.total == 147);
     for (int i = 0; i < 150; ++i) {
         BOOST_TEST(r[i].calls == 1);
         BOOST_TEST((i < 100 ? r[i].ec == aborted : !r[i].ec));
     }
+}
+
+// --- The inline wait -----------------------------------------------------------------------
+// A timer's first wait is kept inside the timer when its handler fits and completes
+// natively; the counting allocator shows which path a wait took (inline: no allocation).
+
+BOOST_AUTO_TEST_CASE(an_inline_wait_completes_without_allocating) {
+    net::io_context io;
+    allocation_stats stats;
+    wait_result r;
+    wheel_timer t(io, 2ms);
+    const auto expiry = t.expiry();
+    t.async_wait(counting_handler{&stats, &r});
+    BOOST_TEST(service_of(io).size() == 1u);
+    run(io);
+    BOOST_TEST(r.calls == 1);
+    BOOST_TEST(!r.ec);
+    BOOST_TEST((r.at >= expiry));
+    BOOST_TEST(stats.total == 0);
+    BOOST_TEST(service_of(io).size() == 0u);
+}
+
+BOOST_AUTO_TEST_CASE(an_inline_wait_is_aborted_by_cancel_and_by_expires_after) {
+    net::io_context io;
+    allocation_stats stats;
+    std::array<wait_result, 3> r;
+    wheel_timer t(io, 1h);
+    t.async_wait(counting_handler{&stats, &r[0]});
+    BOOST_TEST(t.cancel() == 1u);
+    BOOST_TEST(t.cancel() == 0u);
+    t.async_wait(counting_handler{&stats, &r[1]}); // the storage is free again at once
+    BOOST_TEST(t.expires_after(1h) == 1u);
+    t.async_wait(counting_handler{&stats, &r[2]});
+    BOOST_TEST(t.cancel_one() == 1u);
+    BOOST_TEST(r[0].calls == 0); // never inside the call
+    run(io);
+    for (const wait_result& each : r) {
+        BOOST_TEST(each.calls == 1);
+        BOOST_TEST((each.ec == aborted));
+    }
+    BOOST_TEST(stats.total == 0);
+    BOOST_TEST(service_of(io).size() == 0u);
+}
+
+namespace {
+
+// Waits again on its timer from its own handler, until `left` is 0.
+struct rearm_state {
+    wheel_timer* timer;
+    int left;
+    int waits_after_rearm = 0; // the timer's pending waits right after each re-arm
+};
+
+// One pointer and the counting allocator (16 bytes).
+struct counted_rearm {
+    allocation_stats* stats;
+    rearm_state* state;
+
+    using allocator_type = counting_allocator<int>;
+    allocator_type get_allocator() const noexcept { return allocator_type(stats); }
+
+    void operator()(error_code ec) const {
+        if (!ec && --state->left > 0) {
+            state->timer->expires_after(0ms);
+            state->timer->async_wait(*this);
+            state->waits_after_rearm = static_cast<int>(state->timer->reschedule_after(0ms));
+        }
+    }
+};
+
+static_assert(timewheel::detail::fits_inline<counted_rearm>);
+
+} // namespace
+
+BOOST_AUTO_TEST_CASE(a_handler_waiting_again_on_its_timer_gets_the_inline_storage_back) {
+    net::io_context io;
+    allocation_stats stats;
+    wheel_timer t(io, 0ms);
+    rearm_state state{&t, 50};
+    t.async_wait(counted_rearm{&stats, &state});
+    run(io);
+    BOOST_TEST(state.left == 0);
+    BOOST_TEST(state.waits_after_rearm == 1);
+    BOOST_TEST(stats.total == 0); // every wait was inline: the storage was free in time
+}
+
+namespace {
+
+// A one-pointer handler with the counting allocator, to bind to something else.
+struct counting_probe {
+    allocation_stats stats;
+    wait_result result;
+};
+
+struct probe_handler {
+    counting_probe* probe;
+
+    using allocator_type = counting_allocator<int>;
+    allocator_type get_allocator() const noexcept { return allocator_type(&probe->stats); }
+
+    void operator()(error_code ec) const {
+        probe->stats.live_at_call = probe->stats.live;
+        record(probe->result)(ec);
+    }
+};
+
+} // namespace
+
+BOOST_AUTO_TEST_CASE(a_handler_bound_to_another_executor_falls_back_and_runs_there) {
+    net::io_context io;
+    net::io_context other;
+    counting_probe probe;
+    wheel_timer t(io, 1ms);
+    auto handler = net::bind_executor(other.get_executor(), probe_handler{&probe});
+    static_assert(timewheel::detail::fits_inline<decltype(handler)>); // fits, but not native
+    t.async_wait(std::move(handler));
+    BOOST_TEST(probe.stats.total == 1);
+    run(io);
+    BOOST_TEST(probe.result.calls == 0); // dispatched to `other`, which has not run
+    run(other);
+    BOOST_TEST(probe.result.calls == 1);
+    BOOST_TEST(!probe.result.ec);
+    BOOST_TEST(probe.stats.live == 0);
+}
+
+BOOST_AUTO_TEST_CASE(a_handler_with_a_cancellation_slot_is_kept_inline) {
+    net::io_context io;
+    counting_probe probe;
+    net::cancellation_signal sig;
+    wheel_timer t(io, 1h);
+    auto handler = net::bind_cancellation_slot(sig.slot(), probe_handler{&probe});
+    static_assert(timewheel::detail::fits_inline<decltype(handler)>);
+    t.async_wait(std::move(handler));
+    sig.emit(net::cancellation_type::partial);
+    BOOST_TEST(service_of(io).size() == 0u); // the last wait gone: disarmed at once
+    run(io);
+    BOOST_TEST(probe.result.calls == 1);
+    BOOST_TEST((probe.result.ec == aborted));
+    BOOST_TEST(probe.stats.total == 0);
+}
+
+BOOST_AUTO_TEST_CASE(a_timer_destroyed_after_its_inline_wait_completed_still_runs_the_handler) {
+    net::io_context io;
+    allocation_stats stats;
+    std::array<wait_result, 2> r;
+    {
+        wheel_timer cancelled(io, 1h);
+        cancelled.async_wait(counting_handler{&stats, &r[0]});
+        cancelled.cancel(); // completed, its handler queued
+        wheel_timer pending(io, 1h);
+        pending.async_wait(counting_handler{&stats, &r[1]});
+    } // both destroyed before the handlers run
+    BOOST_TEST(r[0].calls == 0);
+    run(io);
+    BOOST_TEST(r[0].calls == 1);
+    BOOST_TEST((r[0].ec == aborted));
+    BOOST_TEST(r[1].calls == 1);
+    BOOST_TEST((r[1].ec == aborted));
+    BOOST_TEST(stats.total == 0);
+}
+
+BOOST_AUTO_TEST_CASE(an_inline_wait_moves_with_its_timer_and_with_its_cancellation_slot) {
+    net::io_context io;
+    allocation_stats stats;
+    std::array<wait_result, 2> r;
+    counting_probe slotted;
+    net::cancellation_signal sig;
+    auto t1 = std::make_unique<wheel_timer>(io, 5ms);
+    const auto expiry = t1->expiry();
+    t1->async_wait(counting_handler{&stats, &r[0]});
+    wheel_timer t2(std::move(*t1));
+    t1->expires_after(1h); // the moved-from timer takes a new inline wait
+    t1->async_wait(net::bind_cancellation_slot(sig.slot(), probe_handler{&slotted}));
+    wheel_timer t3(std::move(*t1));
+    t1.reset(); // the storage the wait was made in is gone
+    wheel_timer t4(io, 1h);
+    t4.async_wait(counting_handler{&stats, &r[1]});
+    t4 = std::move(t3);                         // t4's own wait aborted, t3's moves in
+    sig.emit(net::cancellation_type::terminal); // reaches the wait where it now is
+    run(io);
+    BOOST_TEST(r[0].calls == 1);
+    BOOST_TEST(!r[0].ec);
+    BOOST_TEST((r[0].at >= expiry));
+    BOOST_TEST(slotted.result.calls == 1);
+    BOOST_TEST((slotted.result.ec == aborted));
+    BOOST_TEST(r[1].calls == 1);
+    BOOST_TEST((r[1].ec == aborted));
+    BOOST_TEST(stats.total == 0);
+    BOOST_TEST(slotted.stats.total == 0);
+    BOOST_TEST(service_of(io).size() == 0u);
 }
 
 // --- Per-operation cancellation ----------------------------------------------------------
@@ -1159,6 +1379,47 @@ BOOST_AUTO_TEST_CASE(destroying_the_io_context_destroys_pending_handlers_without
     io.reset();
     BOOST_TEST(destroyed);
     BOOST_TEST(!invoked);
+}
+
+namespace {
+
+// A timer that only its pending handler owns (16 bytes: kept inline).
+struct self_owned_timer {
+    self_owned_timer(net::io_context& io, bool* destroyed, bool* invoked)
+        : timer(io, 1h)
+        , guard(std::make_shared<set_on_destruction>(destroyed))
+        , invoked(invoked) {}
+
+    static void start(std::shared_ptr<self_owned_timer> self) {
+        wheel_timer& timer = self->timer;
+        timer.async_wait([self = std::move(self)](error_code) { *self->invoked = true; });
+    }
+
+    wheel_timer timer;
+    std::shared_ptr<set_on_destruction> guard;
+    bool* invoked;
+};
+
+} // namespace
+
+BOOST_AUTO_TEST_CASE(destroying_the_io_context_destroys_inline_handlers_that_own_their_timers) {
+    std::array<bool, 2> destroyed{};
+    std::array<bool, 2> invoked{};
+    auto io = std::make_unique<net::io_context>();
+    auto pending = std::make_shared<self_owned_timer>(*io, &destroyed[0], &invoked[0]);
+    auto queued = std::make_shared<self_owned_timer>(*io, &destroyed[1], &invoked[1]);
+    wheel_timer& queued_timer = queued->timer;
+    self_owned_timer::start(std::move(pending));
+    self_owned_timer::start(std::move(queued));
+    queued_timer.cancel(); // its completion is queued
+    io->stop();
+    BOOST_TEST(!destroyed[0]);
+    BOOST_TEST(!destroyed[1]);
+    io.reset();
+    BOOST_TEST(destroyed[0]);
+    BOOST_TEST(destroyed[1]);
+    BOOST_TEST(!invoked[0]);
+    BOOST_TEST(!invoked[1]);
 }
 
 BOOST_AUTO_TEST_CASE(destroying_the_io_context_destroys_queued_completions_without_invoking) {

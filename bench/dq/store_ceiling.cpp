@@ -16,6 +16,10 @@
 //
 // Usage: store_ceiling --port N [--tasks 1000000] [--cycle-tasks 200000] [--payload 100]
 //                      [--shards 64] [--buckets 1024] [--batch 256] [--inflight 8]
+//                      [--phases 1] [--start-due 0]
+// (--tasks 0 skips the memory and submit measures, --phases 0 the per-phase profile, --cycle 0
+// stops after the cycle's submits: the difference of two runs is the cycle's own cost; --keep 1
+// stops after the memory measure and leaves its tasks in Redis, to inspect.)
 // Output: one line per measure, "name value unit".
 //
 
@@ -49,6 +53,12 @@ struct options {
     std::size_t buckets = 1024;
     std::size_t batch = 256;
     std::size_t inflight = 8;
+    bool memory = true; // the memory and submit measures (--tasks 0: skipped)
+    bool phases = true;
+    bool start_due = false; // --start-due 1: claims start due tasks (no start calls)
+    bool cycle = true;
+    bool keep = false; // --keep 1: stop after the memory measure, its tasks left in Redis      //
+                       // --cycle 0: the cycle's tasks are submitted, not run (its baseline)
 };
 
 options parse(int argc, char** argv) {
@@ -75,10 +85,19 @@ options parse(int argc, char** argv) {
             o.batch = v;
         } else if (k == "--inflight") {
             o.inflight = v;
+        } else if (k == "--start-due") {
+            o.start_due = v != 0;
+        } else if (k == "--keep") {
+            o.keep = v != 0;
+        } else if (k == "--cycle") {
+            o.cycle = v != 0;
+        } else if (k == "--phases") {
+            o.phases = v != 0;
         } else {
             throw std::invalid_argument("unknown option " + k);
         }
     }
+    o.memory = o.tasks > 0;
     if (!port) {
         throw std::invalid_argument("usage: store_ceiling --port N [options]; see the source");
     }
@@ -193,6 +212,16 @@ void submit_all(boost::asio::io_context& io, dq::redis_store& store, const optio
     }
 }
 
+// Keeps a wake-up wait open, as dq::worker does: with it the store trusts its cache of each
+// shard's next due time and claims only from shards with something due.
+void listen(dq::redis_store& store) {
+    store.wait_wakeup([&store](error_code ec, dq::time_point) {
+        if (!ec) {
+            listen(store);
+        }
+    });
+}
+
 // claim -> start -> ack loops until `n` tasks are acknowledged.
 void cycle_all(boost::asio::io_context& io, dq::redis_store& store, const options& o,
                std::size_t n) {
@@ -208,6 +237,7 @@ void cycle_all(boost::asio::io_context& io, dq::redis_store& store, const option
         c.batch = o.batch;
         c.horizon = dq::duration(0);
         c.worker = "bench";
+        c.start_due = o.start_due ? o.batch : 0;
         store.claim(c, [&](error_code ec, dq::claim_result r) {
             if (ec) {
                 std::fprintf(stderr, "claim failed: %s\n", ec.message().c_str());
@@ -219,30 +249,33 @@ void cycle_all(boost::asio::io_context& io, dq::redis_store& store, const option
                 return;
             }
             auto leases = std::make_shared<std::vector<dq::lease_ref>>();
+            auto running = std::make_shared<std::vector<dq::lease_ref>>();
             for (auto& t : r.tasks) {
-                leases->push_back({std::move(t.id), std::move(t.token)});
+                (t.running ? running : leases)->push_back({std::move(t.id), std::move(t.token)});
             }
-            store.start(*leases, [&, leases](error_code ec2, std::vector<dq::start_result>) {
-                if (ec2) {
-                    std::fprintf(stderr, "start failed: %s\n", ec2.message().c_str());
-                    std::exit(1);
-                }
-                std::vector<dq::ack> acks;
-                for (auto& l : *leases) {
-                    acks.push_back({std::move(l), dq::outcome::success(), {}, {}});
-                }
-                store.acknowledge(
-                    std::move(acks), [&](error_code ec3, std::vector<dq::ack_result> res) {
-                        if (ec3) {
-                            std::fprintf(stderr, "ack failed: %s\n", ec3.message().c_str());
-                            std::exit(1);
-                        }
-                        for (auto a : res) {
-                            acked += a == dq::ack_result::ok ? 1 : 0;
-                        }
-                        loop();
-                    });
-            });
+            store.start(
+                *leases, [&, leases, running](error_code ec2, std::vector<dq::start_result>) {
+                    leases->insert(leases->end(), running->begin(), running->end());
+                    if (ec2) {
+                        std::fprintf(stderr, "start failed: %s\n", ec2.message().c_str());
+                        std::exit(1);
+                    }
+                    std::vector<dq::ack> acks;
+                    for (auto& l : *leases) {
+                        acks.push_back({std::move(l), dq::outcome::success(), {}, {}});
+                    }
+                    store.acknowledge(
+                        std::move(acks), [&](error_code ec3, std::vector<dq::ack_result> res) {
+                            if (ec3) {
+                                std::fprintf(stderr, "ack failed: %s\n", ec3.message().c_str());
+                                std::exit(1);
+                            }
+                            for (auto a : res) {
+                                acked += a == dq::ack_result::ok ? 1 : 0;
+                            }
+                            loop();
+                        });
+                });
         });
     };
     for (std::size_t i = 0; i < o.inflight; ++i) {
@@ -263,37 +296,49 @@ void phases(boost::asio::io_context& io, dq::redis_store& store, admin& a, const
         }
     };
     long long usec[3] = {0, 0, 0};
+    double cpu[3] = {0, 0, 0};
     std::size_t total = 0;
     a.run({"CONFIG", "RESETSTAT"});
     long long mark = 0;
+    double cpu_mark = a.cpu_main();
+    // The scripts' own time (wall time inside Redis: inflated when the machine is loaded)
+    // and Redis's main-thread CPU (steadier on a loaded machine; includes the INFO calls).
     auto step = [&](int i) {
         const long long now = a.script_usec();
+        const double c = a.cpu_main();
         usec[i] += now - mark;
-        mark = now;
+        cpu[i] += c - cpu_mark;
+        mark = a.script_usec();
+        cpu_mark = a.cpu_main();
     };
     while (total < n) {
         std::vector<dq::lease_ref> leases;
+        std::vector<dq::lease_ref> running;
         bool done = false;
         dq::claim_options c;
         c.batch = o.batch;
         c.horizon = dq::duration(0);
         c.worker = "bench";
+        c.start_due = o.start_due ? o.batch : 0;
         store.claim(c, [&](error_code ec, dq::claim_result r) {
             if (ec || r.tasks.empty()) {
                 std::fprintf(stderr, "claim: %s\n", ec ? ec.message().c_str() : "empty");
                 std::exit(1);
             }
             for (auto& t : r.tasks) {
-                leases.push_back({std::move(t.id), std::move(t.token)});
+                (t.running ? running : leases).push_back({std::move(t.id), std::move(t.token)});
             }
             done = true;
         });
         wait(done);
         step(0);
         done = false;
-        store.start(leases, [&](error_code, std::vector<dq::start_result>) { done = true; });
-        wait(done);
+        if (!leases.empty()) {
+            store.start(leases, [&](error_code, std::vector<dq::start_result>) { done = true; });
+            wait(done);
+        }
         step(1);
+        leases.insert(leases.end(), running.begin(), running.end());
         done = false;
         std::vector<dq::ack> acks;
         for (auto& l : leases) {
@@ -304,9 +349,11 @@ void phases(boost::asio::io_context& io, dq::redis_store& store, admin& a, const
         step(2);
         total += leases.size();
     }
-    std::printf("phase_claim %.2f us/task\nphase_start %.2f us/task\nphase_ack %.2f us/task\n",
-                double(usec[0]) / double(total), double(usec[1]) / double(total),
-                double(usec[2]) / double(total));
+    const char* names[3] = {"claim", "start", "ack"};
+    for (int i = 0; i < 3; ++i) {
+        std::printf("phase_%s %.2f us/task (%.2f us/task of Redis main-thread CPU)\n", names[i],
+                    double(usec[i]) / double(total), cpu[i] * 1e6 / double(total));
+    }
 }
 
 } // namespace
@@ -323,7 +370,7 @@ int main(int argc, char** argv) try {
     a.run({"FLUSHALL"});
     std::printf("setup shards=%zu buckets=%zu payload=%zu batch=%zu inflight=%zu\n", o.shards,
                 o.buckets, o.payload, o.batch, o.inflight);
-    {
+    if (o.memory) {
         dq::redis_store store(io.get_executor(), o.cfg, so);
         // The config key and the scripts are loaded before the baseline.
         submit_all(io, store, o, 1, [](std::size_t) { return dq::duration(3600000); });
@@ -346,10 +393,18 @@ int main(int argc, char** argv) try {
         std::printf("submit_cpu_ceiling %.0f tasks/s (%.2f us/task of Redis main-thread CPU)\n",
                     double(o.tasks) / cpu, cpu * 1e6 / double(o.tasks));
     }
+    if (o.keep) {
+        return 0; // left for MEMORY USAGE / OBJECT ENCODING by hand
+    }
     a.run({"FLUSHALL"});
     {
         dq::redis_store store(io.get_executor(), o.cfg, so);
         submit_all(io, store, o, o.cycle_tasks, [](std::size_t) { return dq::duration(0); });
+        listen(store);
+        if (!o.cycle) {
+            std::printf("cycle skipped\n");
+            return 0;
+        }
         a.run({"CONFIG", "RESETSTAT"});
         const double cpu0 = a.cpu_main();
         const auto t0 = clock_type::now();
@@ -366,9 +421,10 @@ int main(int argc, char** argv) try {
                     double(o.cycle_tasks) / cpu, cpu * 1e6 / double(o.cycle_tasks));
     }
     a.run({"FLUSHALL"});
-    {
+    if (o.phases) {
         dq::redis_store store(io.get_executor(), o.cfg, so);
         submit_all(io, store, o, o.cycle_tasks, [](std::size_t) { return dq::duration(0); });
+        listen(store);
         phases(io, store, a, o, o.cycle_tasks);
     }
     a.run({"FLUSHALL"});

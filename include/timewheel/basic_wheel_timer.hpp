@@ -23,9 +23,10 @@ namespace timewheel {
 /// A timer with the interface of boost::asio::basic_waitable_timer, kept in a timing wheel.
 /**
  * Use it where you would use boost::asio::steady_timer. Arming, re-arming and cancelling
- * are O(1) and allocate nothing once the io_context's recycling allocator is warm, instead
- * of O(log n) heap operations; one steady_timer per io_context drives all of them (see
- * wheel_service).
+ * are O(1) instead of O(log n) heap operations; one steady_timer per io_context drives all
+ * of them (see wheel_service). The timer holds its first pending wait inside itself when
+ * the handler is small (see async_wait()), so the usual one-wait timer allocates nothing
+ * and a pending timer costs sizeof(basic_wheel_timer) bytes, 160 on any_io_executor.
  *
  * Two additions serve idle timeouts, where the deadline is pushed back on every read:
  *
@@ -130,9 +131,10 @@ public:
         expires_after(expiry_time);
     }
 
-    /// Move-constructs a timer: its expiry, slack and pending waits move with it, and the
-    /// waits complete as they would have on @c other. @c other is left as if newly
-    /// constructed: no waits, expiry() is time_point(), no slack.
+    /// Move-constructs a timer: its expiry, slack and pending waits move with it (a wait
+    /// held inside @c other, with its cancellation slot, too), and the waits complete as
+    /// they would have on @c other. @c other is left as if newly constructed: no waits,
+    /// expiry() is time_point(), no slack.
     basic_wheel_timer(basic_wheel_timer&& other) noexcept = default;
 
     /// Move-assigns a timer: the waits pending on this timer complete with
@@ -274,7 +276,18 @@ public:
      * The wait completes when the timer expires, when it is cancelled, or when its
      * cancellation slot is emitted. The handler is never invoked from inside this function;
      * it is invoked as if by boost::asio::post on its associated executor, with the
-     * operation's memory, obtained from its associated allocator, released before the call.
+     * operation's memory released before the call.
+     *
+     * @par Memory
+     * When no other wait is pending, and the handler is at most 16 bytes, moves without
+     * throwing and completes natively (its associated executor is the timer's, or the
+     * io_context's own), the wait is kept inside the timer and nothing is allocated: the
+     * handler's associated allocator is not used. Otherwise the operation is allocated
+     * with the handler's associated allocator, as boost::asio::steady_timer does. On
+     * completion the handler moves to a carrier that the io_context recycles, so that the
+     * timer may be destroyed or moved before the handler runs, and its inline storage is
+     * free for the handler to wait again. A carrier is allocated only when none is free;
+     * running out of memory then terminates the program.
      *
      * @param token The completion token that will be used to produce a completion handler,
      * which will be called when the timer expires. Potential completion tokens include

@@ -253,7 +253,12 @@ private:
     void shutdown() override;
 
     void add_wait(implementation_type& impl, detail::wait_op_base* op);
+    void arm_for_wait(implementation_type& impl);
+    detail::wait_op_base* take_inline(implementation_type& impl,
+                                      const boost::system::error_code& ec) noexcept;
+    void post_cancelled(implementation_type& impl, detail::wait_op_base* op) noexcept;
     static void cancel_wait(void* service, detail::async_op_base& op);
+    static void cancel_inline_wait(void* service, detail::inline_wait& wait);
     std::size_t complete_waits(implementation_type& impl, std::size_t max,
                                const boost::system::error_code& ec) noexcept;
     void on_timer_event(implementation_type& impl, detail::entry_event event) noexcept;
@@ -306,8 +311,9 @@ private:
     boost::asio::detail::timer_queue<time_traits> timer_queue_;
     boost::asio::detail::timer_queue<time_traits>::per_timer_data timer_data_;
     driver_op* free_driver_ops_ = nullptr;
-    driver_op* pending_driver_ = nullptr; // the op in timer_data_, while waiting
-    detail::completed_waits completed_;   // the wait-queue half (detail/completed_waits.hpp)
+    driver_op* pending_driver_ = nullptr;   // the op in timer_data_, while waiting
+    detail::completed_waits completed_;     // the wait-queue half (detail/completed_waits.hpp)
+    detail::inline_wait_carriers carriers_; // what completed inline waits travel in
     continuation_op continuation_;
     wheel_service_options options_;
     std::int64_t tick_ns_;

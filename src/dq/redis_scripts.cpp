@@ -34,7 +34,7 @@ const char* const prelude = R"lua(
 local P, S, B, CHAN = ARGV[1], tonumber(ARGV[2]), tonumber(ARGV[3]), ARGV[4]
 local DONE_MAX, DONE_AGE = tonumber(ARGV[5]), tonumber(ARGV[6])
 local DEAD_MAX, DEAD_AGE = tonumber(ARGV[7]), tonumber(ARGV[8])
-local LOG_MAX, MAX_DUE = ARGV[9], tonumber(ARGV[10])
+local LOG_MAX, MAX_DUE = tonumber(ARGV[9]), tonumber(ARGV[10])
 local KD, KL, KK, KDONE, KDEAD, KLOG = KEYS[1], KEYS[2], KEYS[3], KEYS[4], KEYS[5], KEYS[6]
 local CHUNK, MAXCHUNKS = 64, 8
 local DEF_MAX, DEF_BASE, DEF_CAP = 5, 1000, 600000
@@ -190,26 +190,68 @@ local function token(now)
 end
 
 -- Where a delayed task waits. Tasks due within AHEAD ms wait in KD, one sorted set; later
--- ones in a small sorted set per W-ms slot of due time, {Q:s}:w:<slot>, indexed by KW (slot
--- -> its start). A slot holds few tasks, so Redis keeps it a listpack (about 25 bytes a task
--- instead of about 105 in KD's skiplist); claim moves the slots coming within reach into KD.
-local W, AHEAD = 10000, 10000
+-- ones in small sorted sets, {Q:s}:w:<name>, indexed by KW (name -> the slot's start ms).
+-- The slots partition time: a slot holds the tasks due from its start to the next slot's
+-- start, so a task's slot is the one with the greatest start <= its due time. A slot that
+-- would pass SLOT_MAX tasks splits at its median due time, so that each stays a listpack
+-- (about 25 bytes a task instead of about 105 in a skiplist) however dense the due times:
+-- zset-max-listpack-entries is 128. New slots start on a W-ms boundary. Claim moves the
+-- slots coming within reach into KD.
+local W, AHEAD, SLOT_MAX = 10000, 10000, 128
 local KW = P .. 'wi'
+local function covering(due)
+  return redis.call('ZRANGE', KW, due, '-inf', 'BYSCORE', 'REV', 'LIMIT', 0, 1)[1]
+end
+-- Splits the full slot `name` at its median due time (the tasks due from it on move to a new
+-- slot); nothing when all its tasks are due at the same ms.
+local function split(name)
+  local key = P .. 'w:' .. name
+  local m = redis.call('ZRANGE', key, 0, -1, 'WITHSCORES')
+  local first = tonumber(m[2])
+  local mid = tonumber(m[2 * math.floor(#m / 4) + 2])
+  if mid <= first then
+    mid = nil
+    for i = 4, #m, 2 do
+      local d = tonumber(m[i])
+      if d > first then mid = d; break end
+    end
+    if not mid then return end
+  end
+  local args = {}
+  for i = 1, #m, 2 do
+    if tonumber(m[i + 1]) >= mid then
+      args[#args + 1] = m[i + 1]
+      args[#args + 1] = m[i]
+    end
+  end
+  local new = string.format('%.0f', mid)
+  redis.call('ZADD', P .. 'w:' .. new, unpack(args))
+  redis.call('ZREMRANGEBYSCORE', key, mid, '+inf')
+  redis.call('ZADD', KW, mid, new)
+end
 local function place(id, due, now)
   if due <= now + AHEAD then
     redis.call('ZADD', KD, due, id)
     return
   end
-  local slot = math.floor(due / W)
-  redis.call('ZADD', P .. 'w:' .. slot, due, id)
-  redis.call('ZADD', KW, slot * W, slot)
+  local name = covering(due)
+  if not name then
+    local slot = math.floor(due / W)
+    name = tostring(slot)
+    redis.call('ZADD', KW, slot * W, name)
+  elseif redis.call('ZCARD', P .. 'w:' .. name) >= SLOT_MAX then
+    split(name)
+    name = covering(due)
+  end
+  redis.call('ZADD', P .. 'w:' .. name, due, id)
 end
 local function unplace(id, due)
   if redis.call('ZREM', KD, id) == 1 then return end
-  local slot = math.floor(due / W)
-  local key = P .. 'w:' .. slot
+  local name = covering(due)
+  if not name then return end
+  local key = P .. 'w:' .. name
   if redis.call('ZREM', key, id) == 1 and redis.call('EXISTS', key) == 0 then
-    redis.call('ZREM', KW, slot)
+    redis.call('ZREM', KW, name)
   end
 end
 -- Moves the slots that start by `limit` into KD (at most 64 slots a call, oldest first).
@@ -244,10 +286,11 @@ local function earliest()
   end
   return e
 end
--- Publishes a wake-up when one of the due times in `dues` is now the shard's earliest.
+-- Publishes a wake-up ("<due> {Q:s}:") when one of the due times in `dues` is now the
+-- shard's earliest: workers lower their cached next-due of that shard.
 local function wake(dues)
   local e = earliest()
-  if e and dues[e] then redis.call('PUBLISH', CHAN, e) end
+  if e and dues[e] then redis.call('PUBLISH', CHAN, e .. ' ' .. P) end
 end
 
 local function due_from(kind, value, now)
@@ -257,9 +300,68 @@ local function due_from(kind, value, now)
   return due
 end
 
+-- The execution log: KLOG is a hash, id -> its attempts, each packed as I4 attempt, I6
+-- started, I6 ended, a 1-byte outcome, a 1-byte worker length, the worker, I2 error length,
+-- the error (20 bytes and up). Entries are gathered in LOGQ and written by flush_log() with
+-- one HMGET and one variadic HSET per script; trim() and delete_dead forget them with the
+-- task. A task keeps its last LOG_MAX entries. Unlike a stream scanned by status(), a lookup
+-- is O(1) and an ack writes one field per task instead of a 7-field stream entry.
+local LOGQ, LOGN = {}, 0
+local OUTCOME = {success = 's', failure = 'f', retry = 'r', lease_expired = 'l'}
 local function log(id, att, worker, started, ended, outcome, err)
-  redis.call('XADD', KLOG, 'MAXLEN', '~', LOG_MAX, '*', 'i', id, 'a', att, 'w', worker,
-             's', fmt(started), 'e', fmt(ended), 'o', outcome, 'r', err)
+  local e = struct.pack('>I4I6I6', att, started, ended) .. OUTCOME[outcome] ..
+            string.char(#worker) .. worker .. struct.pack('>I2', #err) .. err
+  if LOGQ[id] then
+    LOGQ[id] = LOGQ[id] .. e
+  else
+    LOGN = LOGN + 1
+    LOGQ[LOGN] = id
+    LOGQ[id] = e
+  end
+end
+local function log_entries(v)
+  local out, pos, n = {}, 1, #v
+  while pos <= n do
+    local att, started, ended, p2 = struct.unpack('>I4I6I6', v, pos)
+    local o = string.sub(v, p2, p2)
+    local wl = string.byte(v, p2 + 1)
+    local worker = string.sub(v, p2 + 2, p2 + 1 + wl)
+    local el = struct.unpack('>I2', v, p2 + 2 + wl)
+    local err = string.sub(v, p2 + 4 + wl, p2 + 3 + wl + el)
+    out[#out + 1] = {att, worker, started, ended, o, err}
+    pos = p2 + 4 + wl + el
+  end
+  return out
+end
+local function flush_log()
+  if LOGN == 0 then return end
+  local ids = {}
+  for i = 1, LOGN do ids[i] = LOGQ[i] end
+  local old = redis.call('HMGET', KLOG, unpack(ids))
+  local args = {}
+  for i = 1, LOGN do
+    local id = ids[i]
+    local v = LOGQ[id]
+    if old[i] then
+      v = old[i] .. v
+      if #v > 20 * LOG_MAX then
+        local es = log_entries(v)
+        if #es > LOG_MAX then
+          local keep = {}
+          for k = #es - LOG_MAX + 1, #es do
+            local x = es[k]
+            keep[#keep + 1] = struct.pack('>I4I6I6', x[1], x[3], x[4]) .. x[5] ..
+                              string.char(#x[2]) .. x[2] .. struct.pack('>I2', #x[6]) .. x[6]
+          end
+          v = table.concat(keep)
+        end
+      end
+    end
+    args[#args + 1] = id
+    args[#args + 1] = v
+  end
+  redis.call('HSET', KLOG, unpack(args))
+  LOGQ, LOGN = {}, 0
 end
 
 -- Forgets the oldest entries of a done or dead set beyond its age or count (bounded work).
@@ -277,6 +379,7 @@ local function trim(key, maxn, age, now)
     if head then delete_rec(bk, v, string.byte(head, 2)) end
   end
   redis.call('ZREM', key, unpack(victims))
+  redis.call('HDEL', KLOG, unpack(victims))
 end
 
 -- The retry delay after attempt `att` failed: uniform in [0, min(cap, base * 2^(att-1))].
@@ -413,13 +516,12 @@ else
   end
   out = {state, att, due, r.created, r.updated, r.max, r.base, r.cap, r.err, r.payload}
 end
-for _, e in ipairs(redis.call('XRANGE', KLOG, '-', '+')) do
-  local f = e[2]
-  local m = {}
-  for i = 1, #f, 2 do m[f[i]] = f[i + 1] end
-  if m.i == id then
-    out[#out + 1] = tonumber(m.a); out[#out + 1] = m.w; out[#out + 1] = tonumber(m.s)
-    out[#out + 1] = tonumber(m.e); out[#out + 1] = m.o; out[#out + 1] = m.r
+local NAMES = {s = 'success', f = 'failure', r = 'retry', l = 'lease_expired'}
+local v = redis.call('HGET', KLOG, id)
+if v then
+  for _, e in ipairs(log_entries(v)) do
+    out[#out + 1] = e[1]; out[#out + 1] = e[2]; out[#out + 1] = e[3]
+    out[#out + 1] = e[4]; out[#out + 1] = NAMES[e[5]] or e[5]; out[#out + 1] = e[6]
   end
 end
 return out
@@ -483,14 +585,18 @@ if redis.call('ZREM', KDEAD, id) == 0 then return redis.error_reply('DQ not_foun
 local bk = bkey(id)
 local head = redis.call('HGET', bk, id)
 if head then delete_rec(bk, id, string.byte(head, 2)) end
+redis.call('HDEL', KLOG, id)
 return 'ok'
 )lua";
 
-// ARGV[11..14]: limit, horizon ms, lease ms, worker. Returns {server time, next due or -1,
-// then per task: id, token, due, attempt, payload, max, base, cap}.
+// ARGV[11..16]: limit, horizon ms, lease ms, worker, start_due, token base. Returns {server
+// time, next due or -1, then per task: id, token, due, attempt, payload, max, base, cap,
+// running (1: due by now and started here, up to start_due of them; 0: prefetched)}.
+// A token is the caller's random base (new for every call) and the task's rank in the call.
 const char* const claim_body = R"lua(
 local limit, horizon, lease, worker = tonumber(ARGV[11]), tonumber(ARGV[12]),
                                       tonumber(ARGV[13]), ARGV[14]
+local start_due, tbase = tonumber(ARGV[15]) or 0, ARGV[16] or ''
 local now = now_ms()
 seed()
 -- Expired leases first: a prefetched task goes back at its due time (it never started); a
@@ -518,13 +624,17 @@ if #expired > 0 then
             r.due = now
             write_rec(bk, id, r, n)
             place(id, now, now)
+            woke[now] = true
           end
         end
       else
         place(id, c.due, now)
+        woke[c.due] = true
       end
     end
   end
+  flush_log()
+  if next(woke) then wake(woke) end
 end
 promote(now + horizon + AHEAD)
 local out = {now, -1}
@@ -535,20 +645,33 @@ if limit > 0 then
   if count > 0 then
     redis.call('ZREMRANGEBYRANK', KD, 0, count - 1)
     local za, ha = {}, {}
+    local started = 0
     for i = 1, #ids, 2 do
       local id, due = ids[i], tonumber(ids[i + 1])
       local r, rn = read_rec(bkey(id), id)
       if r then
-        local tok = token(now)
+        local tok
+        if tbase ~= '' then
+          local k = (i - 1) / 2
+          tok = tbase .. string.char(48 + k % 64, 48 + math.floor(k / 64) % 64)
+        else
+          tok = token(now)
+        end
         local att = r.att + 1
+        local st, at, run = PREFETCHED, 0, 0
+        -- Nothing starts before its due time by this clock: only tasks due by now.
+        if due <= now and started < start_due then
+          st, at, run = RUNNING, now, 1
+          started = started + 1
+        end
         za[#za + 1] = fmt(math.max(due, now) + lease)
         za[#za + 1] = id
         ha[#ha + 1] = id
-        ha[#ha + 1] = kk_encode({st = PREFETCHED, due = due, att = att, started = 0, n = rn,
+        ha[#ha + 1] = kk_encode({st = st, due = due, att = att, started = at, n = rn,
                                  token = tok, worker = worker})
         out[#out + 1] = id; out[#out + 1] = tok; out[#out + 1] = due; out[#out + 1] = att
         out[#out + 1] = r.payload; out[#out + 1] = r.max; out[#out + 1] = r.base
-        out[#out + 1] = r.cap
+        out[#out + 1] = r.cap; out[#out + 1] = run
       end
     end
     if #za > 0 then
@@ -671,6 +794,7 @@ for _, v in ipairs(valid) do
     end
   end
 end
+flush_log()
 if #done_ids > 0 then
   redis.call('ZADD', KDONE, unpack(done_ids))
   trim(KDONE, DONE_MAX, DONE_AGE, now)

@@ -149,7 +149,7 @@ public:
         for (std::size_t s = 0; s < opt_.shards; ++s) {
             const std::string p = "{" + opt_.name + ":" + std::to_string(s) + "}:";
             prefixes_[s] = p;
-            keys_[s] = {p + "d", p + "l", p + "k", p + "done", p + "dead", p + "log"};
+            keys_[s] = {p + "d", p + "l", p + "k", p + "done", p + "dead", p + "h"};
         }
         header_ = {std::string(),
                    number(static_cast<std::int64_t>(opt_.shards)),
@@ -233,6 +233,19 @@ public:
             return error::invalid_backoff;
         }
         return {};
+    }
+
+    // A claim call's token prefix: 64 random bits in hex, new for every call, so that no two
+    // leases (of any worker) share a token; the script appends the task's rank in the call.
+    std::string token_base() {
+        static constexpr char hex[] = "0123456789abcdef";
+        std::string t(16, '0');
+        std::uint64_t v = rng_();
+        for (auto& c : t) {
+            c = hex[v & 15];
+            v >>= 4;
+        }
+        return t;
     }
 
     std::string generate_id() {
@@ -344,6 +357,7 @@ public:
         a.add(t.retry.cap.count());
         a.add(std::string_view(t.replace ? "1" : "0"));
         push_shard_script(st->req, scripts::submit(), shard_of(t.id), a);
+        forget_due(shard_of(t.id));
         run(st, [self = shared_from_this(), h = std::move(h),
                  id = std::move(t.id)](error_code ec, redis::response& resp) mutable {
             submit_result r = submit_result::created;
@@ -410,6 +424,7 @@ public:
             a.add(value);
         }
         push_shard_script(st->req, s, shard_of(id), a);
+        forget_due(shard_of(id));
         run(st, [self = shared_from_this(), h = std::move(h)](error_code ec,
                                                               redis::response& resp) mutable {
             if (!ec && resp[0].is_error()) {
@@ -572,43 +587,168 @@ public:
             post(std::move(h), error_code(error::invalid_argument), claim_result{});
             return;
         }
-        // Spread the batch over the shards, the remainder to shards in turn; every shard is
-        // asked (a limit of 0 still returns its expired leases and its next due time).
-        const std::size_t n = opt_.shards;
-        const std::size_t base = opt.batch / n;
-        const std::size_t extra = opt.batch % n;
+        const auto visit = shards_to_visit(opt.horizon.count(), opt.batch);
         auto st = std::make_shared<exec_state>();
+        // The batch is spread over the shards visited, the remainder to the first ones.
+        const std::size_t n = visit.size();
+        const std::size_t base = n == 0 ? 0 : opt.batch / n;
+        const std::size_t extra = n == 0 ? 0 : opt.batch % n;
+        const std::size_t start_due = std::min(opt.start_due, opt.batch);
+        const std::size_t start_base = n == 0 ? 0 : start_due / n;
+        const std::size_t start_extra = n == 0 ? 0 : start_due % n;
         for (std::size_t i = 0; i < n; ++i) {
-            const std::size_t s = (claim_rotation_ + i) % n;
             std::size_t limit = base + (i < extra ? 1 : 0);
             limit = std::min<std::size_t>(limit, 2000);
+            // start_due is spread as the batch is: the total never exceeds it.
+            const std::size_t starts =
+                std::min(limit, start_base + (i < start_extra ? std::size_t(1) : 0));
             call_args a;
             a.add(static_cast<std::int64_t>(limit));
             a.add(opt.horizon.count());
             a.add(opt.lease.count());
             a.add(opt.worker);
-            push_shard_script(st->req, scripts::claim(), s, a);
+            a.add(static_cast<std::int64_t>(starts));
+            a.add(token_base());
+            push_shard_script(st->req, scripts::claim(), visit[i], a);
         }
-        claim_rotation_ = (claim_rotation_ + extra + 1) % n;
-        run(st, [self = shared_from_this(), h = std::move(h)](error_code ec,
-                                                              redis::response& resp) mutable {
+        if (n == 0) {
+            // Nothing due by the cache: only the store's clock, for the worker's offset.
+            st->req.push("TIME");
+        }
+        run(st, [self = shared_from_this(), h = std::move(h),
+                 visit](error_code ec, redis::response& resp) mutable {
             claim_result out;
             if (!ec) {
-                ec = parse_claim(resp, out);
+                ec = visit.empty() ? self->parse_time_only(resp, out)
+                                   : self->parse_claim(resp, visit, out);
             }
             self->finish(std::move(h), ec, std::move(out));
         });
     }
 
-    static error_code parse_claim(const redis::response& resp, claim_result& out) {
+    // --- The next-due cache ----------------------------------------------------------------
+    //
+    // A claim script costs Redis a fixed ~15 us even on an empty shard, so a claim runs only
+    // on the shards with something due by now + horizon, each given a larger part of the
+    // batch. next_due_[s] (store ms) is never later than the shard's earliest delayed task:
+    // it comes from each claim's reply (the shard's earliest), lowered by wake-ups (which
+    // carry the shard) and reset to unknown by this store's own writes. Lease expiries and
+    // anything missed while unsubscribed are caught by a full visit of every shard at least
+    // every full_visit_interval; without a subscription every claim is a full visit.
+
+    static constexpr std::int64_t unknown_due = std::numeric_limits<std::int64_t>::min();
+    static constexpr std::int64_t no_due = std::numeric_limits<std::int64_t>::max();
+    static constexpr std::size_t tasks_per_visit = 32;
+    static constexpr auto full_visit_interval = std::chrono::milliseconds(250);
+
+    // A wake-up's payload is "<due> {Q:s}:": the shard's next-due is now at most `due`.
+    void saw_wakeup(std::string_view payload, std::int64_t due) {
+        const auto close = payload.rfind('}');
+        const auto colon = close == std::string_view::npos ? close : payload.rfind(':', close);
+        if (colon == std::string_view::npos) {
+            // Not ours to read: trust nothing until the next full visit.
+            std::fill(next_due_.begin(), next_due_.end(), unknown_due);
+            return;
+        }
+        const auto s =
+            static_cast<std::size_t>(to_int(payload.substr(colon + 1, close - colon - 1)));
+        if (s < next_due_.size() && due < next_due_[s]) {
+            next_due_[s] = due;
+        }
+    }
+
+    void forget_due(std::size_t shard) {
+        if (!next_due_.empty()) {
+            next_due_[shard] = unknown_due;
+        }
+    }
+
+    // The store's clock now, estimated from the last claim's reply.
+    std::int64_t estimated_now() const {
+        const auto elapsed = std::chrono::steady_clock::now() - server_seen_at_;
+        return server_ms_ + std::chrono::duration_cast<std::chrono::milliseconds>(elapsed).count();
+    }
+
+    std::vector<std::size_t> shards_to_visit(std::int64_t horizon_ms, std::size_t batch) {
+        const std::size_t n = opt_.shards;
+        std::vector<std::size_t> visit;
+        const auto now = std::chrono::steady_clock::now();
+        if (next_due_.size() != n) {
+            next_due_.assign(n, unknown_due);
+        }
+        if (!subscribed_ || now - last_full_visit_ >= full_visit_interval) {
+            last_full_visit_ = now;
+            visit.reserve(n);
+            for (std::size_t i = 0; i < n; ++i) {
+                visit.push_back((claim_rotation_ + i) % n);
+            }
+            claim_rotation_ = (claim_rotation_ + 1) % n;
+            return visit;
+        }
+        const std::int64_t limit = estimated_now() + horizon_ms;
+        std::vector<std::pair<std::int64_t, std::size_t>> due;
+        for (std::size_t i = 0; i < n; ++i) {
+            const std::size_t s = (claim_rotation_ + i) % n;
+            if (next_due_[s] <= limit) {
+                due.emplace_back(next_due_[s], s);
+            }
+        }
+        claim_rotation_ = (claim_rotation_ + 1) % n;
+        // Earliest first (unknown ones before all), so that no due shard waits behind later
+        // ones: each claim takes the m earliest, and claiming moves their next-due on.
+        const std::size_t m =
+            std::min(due.size(), std::max<std::size_t>(1, batch / tasks_per_visit));
+        std::partial_sort(due.begin(), due.begin() + static_cast<std::ptrdiff_t>(m), due.end(),
+                          [](const auto& a, const auto& b) { return a.first < b.first; });
+        visit.reserve(m);
+        for (std::size_t i = 0; i < m; ++i) {
+            visit.push_back(due[i].second);
+        }
+        return visit;
+    }
+
+    // The earliest next-due of the cache (now for an unknown shard), or -1 when none.
+    std::int64_t cached_next_due() const {
+        std::int64_t best = no_due;
+        for (auto d : next_due_) {
+            best = std::min(best, d == unknown_due ? server_ms_ : d);
+        }
+        return best == no_due ? -1 : best;
+    }
+
+    void saw_server_time(std::int64_t ms) {
+        if (ms >= server_ms_) {
+            server_ms_ = ms;
+            server_seen_at_ = std::chrono::steady_clock::now();
+        }
+    }
+
+    error_code parse_time_only(const redis::response& resp, claim_result& out) {
+        auto rep = resp[0];
+        if (rep.is_error() || !rep.is_array() || rep.size() != 2) {
+            return error::store_error;
+        }
+        const auto t = to_int(rep[0].as_string()) * 1000 + to_int(rep[1].as_string()) / 1000;
+        saw_server_time(t);
+        out.server_time = ms(t);
+        if (const auto nd = cached_next_due(); nd >= 0) {
+            out.next_due = ms(nd);
+        }
+        return {};
+    }
+
+    error_code parse_claim(const redis::response& resp, const std::vector<std::size_t>& visit,
+                           claim_result& out) {
         error_code first_error;
         bool any = false;
-        std::int64_t next = -1;
         for (std::size_t i = 0; i < resp.size(); ++i) {
             auto rep = resp[i];
             if (rep.is_error()) {
                 if (!first_error) {
                     first_error = script_error(rep);
+                }
+                if (i < visit.size()) {
+                    forget_due(visit[i]);
                 }
                 continue;
             }
@@ -623,11 +763,12 @@ public:
             if (now > out.server_time.time_since_epoch().count()) {
                 out.server_time = ms(now);
             }
+            saw_server_time(now);
             const auto nd = items[1].as_integer();
-            if (nd >= 0 && (next < 0 || nd < next)) {
-                next = nd;
+            if (i < visit.size() && visit[i] < next_due_.size()) {
+                next_due_[visit[i]] = nd >= 0 ? nd : no_due;
             }
-            for (std::size_t j = 2; j + 8 <= n; j += 8) {
+            for (std::size_t j = 2; j + 9 <= n; j += 9) {
                 claimed_task t;
                 t.id = std::string(items[j].as_string());
                 t.token = std::string(items[j + 1].as_string());
@@ -637,11 +778,12 @@ public:
                 t.retry.max_attempts = static_cast<std::uint32_t>(items[j + 5].as_integer());
                 t.retry.base = duration(items[j + 6].as_integer());
                 t.retry.cap = duration(items[j + 7].as_integer());
+                t.running = items[j + 8].as_integer() == 1;
                 out.tasks.push_back(std::move(t));
             }
         }
-        if (next >= 0) {
-            out.next_due = ms(next);
+        if (const auto nd = cached_next_due(); nd >= 0) {
+            out.next_due = ms(nd);
         }
         return any ? error_code() : first_error;
     }
@@ -833,6 +975,9 @@ public:
             return;
         }
         const auto ids = ids_of(leases);
+        for (const auto id : ids) {
+            forget_due(shard_of(id));
+        }
         per_shard<ack_result>(
             scripts::release(), ids,
             [&](call_args& a, const std::vector<std::size_t>& m) {
@@ -857,14 +1002,20 @@ public:
             sub_ = std::make_unique<redis::subscriber>(ex_, sub_cfg_);
             sub_->subscribe({channel_});
         }
+        subscribed_ = true;
         sub_->async_receive(
             [self = shared_from_this(), h = std::move(h)](error_code ec, redis::message m) mutable {
                 if (ec || self->closed_) {
+                    // Wake-ups may have been missed: claims visit every shard again until
+                    // the next wait.
+                    self->subscribed_ = false;
                     self->finish(std::move(h), error_code(boost::asio::error::operation_aborted),
                                  time_point{});
                     return;
                 }
-                self->finish(std::move(h), error_code(), ms(to_int(m.payload)));
+                const auto due = to_int(m.payload);
+                self->saw_wakeup(m.payload, due);
+                self->finish(std::move(h), error_code(), ms(due));
             });
     }
 
@@ -899,6 +1050,11 @@ private:
     std::unique_ptr<redis::subscriber> sub_;
     std::mt19937_64 rng_;
     std::size_t claim_rotation_ = 0;
+    std::vector<std::int64_t> next_due_; // per shard, store ms (see shards_to_visit)
+    std::int64_t server_ms_ = 0;         // the store's clock at the last reply
+    std::chrono::steady_clock::time_point server_seen_at_{};
+    std::chrono::steady_clock::time_point last_full_visit_{};
+    bool subscribed_ = false;
     bool configured_ = false;
     bool closed_ = false;
 };

@@ -116,6 +116,7 @@ private:
     void on_started(error_code ec, std::vector<start_result> results,
                     std::vector<record_ref> batch);
     void run_handler(worker_record& r);
+    void began_running(worker_record& r);
     void queue_ack(ack a);
     void flush_acks();
     void on_ack_timer() { flush_acks(); }
@@ -144,6 +145,7 @@ private:
     worker_record* ready_head_ = nullptr;
     worker_record* ready_tail_ = nullptr;
     std::size_t held_ = 0;     // prefetched + ready + starting
+    std::size_t ready_ = 0;    // in the ready FIFO
     std::size_t starting_ = 0; // in start calls in flight
     std::size_t running_ = 0;
 
@@ -332,6 +334,7 @@ void worker_impl::push_ready(worker_record& r) noexcept {
         ready_head_ = &r;
     }
     ready_tail_ = &r;
+    ++ready_;
 }
 
 // --- Claiming ------------------------------------------------------------------------
@@ -376,6 +379,10 @@ void worker_impl::claim() {
     claim_timer_.cancel();
     claim_options opt = options_.claim;
     opt.batch = std::min(opt.batch, room);
+    // Free handler slots (after the tasks already waiting for one): the store may start that
+    // many already-due tasks itself, saving their start call.
+    const std::size_t busy = running_ + starting_ + ready_;
+    opt.start_due = options_.concurrency > busy ? options_.concurrency - busy : 0;
     claiming_ = true;
     const auto sent = steady::now();
     store_.claim(
@@ -403,6 +410,36 @@ void worker_impl::on_claimed(error_code ec, claim_result r, steady::time_point s
     failures_ = 0;
     ++stats_.claims;
     sample_clock(sent, received, r.server_time);
+    // Tasks the claim started (due by the store's clock) run now, even when stopping: they
+    // cannot be given back, and stopping waits for running handlers.
+    std::vector<record_ref> run_now;
+    for (auto& t : r.tasks) {
+        if (!t.running) {
+            continue;
+        }
+        auto* rec = allocate();
+        rec->task_ = std::move(t);
+        rec->lease_expiry_ = std::max(rec->task_.due, r.server_time) + options_.claim.lease;
+        ++stats_.claimed;
+        ++stats_.started_by_claim;
+        began_running(*rec);
+        run_now.push_back({rec, rec->generation_});
+    }
+    if (!run_now.empty()) {
+        std::erase_if(r.tasks, [](const claimed_task& t) { return t.running; });
+    }
+    // Runs them after this reply's bookkeeping (a handler may report, and claim, at once).
+    struct run_at_exit {
+        worker_impl* self;
+        std::vector<record_ref>& jobs;
+        ~run_at_exit() {
+            for (auto& j : jobs) {
+                if (!self->closed_ && j.live(worker_record::state::running)) {
+                    self->run_handler(*j.record);
+                }
+            }
+        }
+    } runner{this, run_now};
     if (stopping_) {
         // Claimed while stopping: give them straight back.
         if (!r.tasks.empty()) {
@@ -438,7 +475,7 @@ void worker_impl::on_claimed(error_code ec, claim_result r, steady::time_point s
     }
     stats_.held = held_;
     const auto horizon = std::chrono::duration_cast<steady::duration>(options_.claim.horizon);
-    if (r.tasks.size() >= asked || claim_again_) {
+    if (r.tasks.size() + run_now.size() >= asked || claim_again_) {
         // A full batch: more may be due already.
         arm_claim(received);
     } else if (r.next_due) {
@@ -515,6 +552,7 @@ void worker_impl::flush_starts() {
     std::vector<record_ref> batch;
     while (ready_head_ && room > 0) {
         auto* r = ready_head_;
+        --ready_;
         ready_head_ = r->next_;
         if (!ready_head_) {
             ready_tail_ = nullptr;
@@ -581,15 +619,7 @@ void worker_impl::on_started(error_code ec, std::vector<start_result> results,
         switch (result) {
         case start_result::started:
             --held_;
-            ++stats_.started;
-            r.state_ = worker_record::state::running;
-            r.started_ = store_now();
-            ++running_;
-            stats_.max_running = std::max(stats_.max_running, running_);
-            if (!renew_timer_.armed()) {
-                renew_timer_.expires_after(
-                    std::chrono::duration_cast<steady::duration>(options_.claim.lease / 3));
-            }
+            began_running(r);
             run_handler(r);
             break;
         case start_result::stale:
@@ -619,6 +649,19 @@ void worker_impl::on_started(error_code ec, std::vector<start_result> results,
     }
     if (claim_blocked_) {
         claim();
+    }
+}
+
+void worker_impl::began_running(worker_record& r) {
+    ++stats_.started;
+    r.state_ = worker_record::state::running;
+    r.started_ = store_now();
+    ++running_;
+    stats_.running = running_;
+    stats_.max_running = std::max(stats_.max_running, running_);
+    if (!renew_timer_.armed()) {
+        renew_timer_.expires_after(
+            std::chrono::duration_cast<steady::duration>(options_.claim.lease / 3));
     }
 }
 
@@ -794,6 +837,7 @@ void worker_impl::release_held() {
         }
     }
     ready_head_ = ready_tail_ = nullptr;
+    ready_ = 0;
     stats_.held = held_;
     if (leases.empty()) {
         return;

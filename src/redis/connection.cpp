@@ -8,6 +8,7 @@
 
 #include <timewheel/redis/connection.hpp>
 
+#include <boost/asio/bind_allocator.hpp>
 #include <boost/asio/connect.hpp>
 #include <boost/asio/defer.hpp>
 #include <boost/asio/error.hpp>
@@ -237,10 +238,11 @@ void connection_impl::start(op_base& op) {
         // Write after the caller's handler returns, with every request it issues: a loop of
         // async_exec calls becomes one write, not one write and then the rest.
         flush_posted_ = true;
-        net::defer(ex_, [self = shared_from_this()] {
-            self->flush_posted_ = false;
-            self->start_write();
-        });
+        net::defer(ex_, net::bind_allocator(handler_allocator<void>(flush_memory_),
+                                            [self = shared_from_this()] {
+                                                self->flush_posted_ = false;
+                                                self->start_write();
+                                            }));
     }
 }
 
@@ -407,7 +409,10 @@ void connection_impl::start_read() {
     const std::uint64_t gen = gen_;
     socket_.async_read_some(
         net::buffer(read_buffer_.get(), cfg_.read_buffer_size),
-        [self, gen](boost::system::error_code ec, std::size_t n) { self->on_read(ec, n, gen); });
+        net::bind_allocator(handler_allocator<void>(read_memory_),
+                            [self, gen](boost::system::error_code ec, std::size_t n) {
+                                self->on_read(ec, n, gen);
+                            }));
 }
 
 void connection_impl::on_read(boost::system::error_code ec, std::size_t n, std::uint64_t gen) {
@@ -562,9 +567,11 @@ void connection_impl::start_write() {
     ++stats_.writes;
     auto self = shared_from_this();
     const std::uint64_t gen = gen_;
-    net::async_write(
-        socket_, net::buffer(write_buffer_),
-        [self, gen](boost::system::error_code ec, std::size_t) { self->on_written(ec, gen); });
+    net::async_write(socket_, net::buffer(write_buffer_),
+                     net::bind_allocator(handler_allocator<void>(write_memory_),
+                                         [self, gen](boost::system::error_code ec, std::size_t) {
+                                             self->on_written(ec, gen);
+                                         }));
 }
 
 void connection_impl::on_written(boost::system::error_code ec, std::uint64_t gen) {

@@ -3,6 +3,9 @@
 #include <timewheel/dq/error.hpp>
 #include <timewheel/dq/queue.hpp>
 #include <timewheel/redis/request.hpp>
+#ifdef CONSUMER_DQ_SQLITE
+#include <timewheel/dq/sqlite_store.hpp>
+#endif
 
 #include <iostream>
 #include <string>
@@ -16,6 +19,14 @@ int main() {
         std::cerr << "consumer_components: unexpected " << req.size() << " " << name << '\n';
         return 1;
     }
+#ifdef CONSUMER_DQ_SQLITE
+    const std::string sqlite = dq::sqlite_category().name();
+    if (sqlite != "timewheel.dq.sqlite") {
+        std::cerr << "consumer_components: unexpected " << sqlite << '\n';
+        return 1;
+    }
+    std::cout << "consumer_components: timewheel::dq_sqlite links\n";
+#endif
     std::cout << "consumer_components: timewheel::dq and timewheel::redis link\n";
     return 0;
 }

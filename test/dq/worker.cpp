@@ -19,6 +19,7 @@
 #include "support/allocation_counter.hpp"
 #include "support/redis_fixture.hpp"
 #include "support/store_calls.hpp"
+#include "support/worker_cases.hpp"
 
 #include <timewheel/dq/queue.hpp>
 #include <timewheel/dq/redis_store.hpp>
@@ -140,9 +141,7 @@ private:
     dq::duration skew_;
 };
 
-struct fixture {
-    boost::asio::io_context io;
-    std::unique_ptr<dq::redis_store> store;
+struct fixture : dq_test::worker_fixture {
     std::unique_ptr<dq::queue> queue;
 
     explicit fixture(const redis_server& srv = server(),
@@ -154,244 +153,25 @@ struct fixture {
         queue = std::make_unique<dq::queue>(*store);
     }
 
-    ~fixture() {
-        store->close();
+    ~fixture() override {
+        static_cast<dq::redis_store&>(*store).close();
         timewheel::test_support::run_for(io, 20ms);
     }
-
-    std::string submit(std::string id, dq::due_time due, std::string payload = "p",
-                       dq::retry_policy retry = {}) {
-        dq::task t;
-        t.id = std::move(id);
-        t.due = due;
-        t.payload = std::move(payload);
-        t.retry = retry;
-        auto [ec, r, out] = dq_test::call<dq::submit_result, std::string>(
-            io, [&](auto h) { store->submit(std::move(t), std::move(h)); });
-        BOOST_REQUIRE_MESSAGE(!ec, ec.message());
-        BOOST_REQUIRE(r == dq::submit_result::created);
-        return out;
-    }
-    dq::time_point now() {
-        auto [ec, t] = dq_test::call<dq::time_point>(io, [&](auto h) { store->now(std::move(h)); });
-        BOOST_REQUIRE_MESSAGE(!ec, ec.message());
-        return t;
-    }
-    dq::task_status status(std::string id) {
-        auto [ec, st] = dq_test::call<dq::task_status>(
-            io, [&](auto h) { store->status(std::move(id), std::move(h)); });
-        BOOST_REQUIRE_MESSAGE(!ec, ec.message());
-        return st;
-    }
-    dq::cancel_result cancel(std::string id) {
-        auto [ec, r] = dq_test::call<dq::cancel_result>(
-            io, [&](auto h) { store->cancel(std::move(id), std::move(h)); });
-        BOOST_REQUIRE_MESSAGE(!ec, ec.message());
-        return r;
-    }
-    bool wait(std::function<bool()> done, std::chrono::seconds limit = 30s) {
-        return run_until(io, std::move(done), limit);
-    }
-    error_code stop(dq::worker& w, std::chrono::steady_clock::duration grace = 10s) {
-        std::optional<error_code> out;
-        w.async_stop(std::chrono::steady_clock::now() + grace, [&](error_code ec) { out = ec; });
-        BOOST_REQUIRE(wait([&] { return out.has_value(); }, 60s));
-        return *out;
-    }
 };
 
-dq::worker_options options(std::string name = "w1") {
-    dq::worker_options o;
-    o.claim.worker = std::move(name);
-    o.on_error = [](std::string_view what, error_code ec) {
-        BOOST_TEST_MESSAGE("worker: " << what << " failed: " << ec.message());
-    };
-    return o;
+std::unique_ptr<dq_test::worker_fixture> make_fixture() {
+    return std::make_unique<fixture>();
 }
 
-// What a handler saw of one run: the task, and the store's clock read just after it began.
-struct run {
-    std::string id;
-    std::uint32_t attempt;
-    dq::time_point due;
-    dq::time_point store_time; // the store's now(), asked from inside the handler
-    std::uint64_t batch;       // the worker's start batch count when the handler ran
-};
-
-// A handler that reads the store's clock, records the run, then succeeds.
-auto recording_handler(dq::store& store, std::vector<run>& runs, const dq::worker* const* w) {
-    return [&store, &runs, w](dq::job j) {
-        const std::uint64_t batch = (*w)->stats().start_batches;
-        store.now([&runs, batch, j = std::move(j)](error_code ec, dq::time_point t) mutable {
-            BOOST_TEST(!ec);
-            runs.push_back({j.id(), j.attempt(), j.due(), t, batch});
-            j.succeed();
-        });
-    };
-}
+using dq_test::options;
+using dq_test::recording_handler;
+using dq_test::run;
 
 } // namespace
 
 BOOST_AUTO_TEST_SUITE(worker, *boost::unit_test::precondition(redis_available()))
 
-BOOST_AUTO_TEST_CASE(a_task_runs_once_never_before_its_due_time_by_the_stores_clock) {
-    fixture f;
-    std::vector<run> runs;
-    const dq::worker* wp = nullptr;
-    dq::worker w(*f.store, options(), recording_handler(*f.store, runs, &wp));
-    wp = &w;
-    w.start();
-    const auto submitted = f.now();
-    f.submit("once", 400ms, "hello");
-    BOOST_REQUIRE(f.wait([&] { return w.stats().acked == 1; }));
-    timewheel::test_support::run_for(f.io, 600ms); // time for a second run, which must not come
-    BOOST_REQUIRE_EQUAL(runs.size(), 1u);
-    BOOST_TEST(runs[0].id == "once");
-    BOOST_TEST(runs[0].attempt == 1u);
-    BOOST_TEST(runs[0].due >= submitted + 400ms);
-    BOOST_TEST((runs[0].store_time >= runs[0].due), "ran before its due time");
-    BOOST_TEST(runs[0].store_time < runs[0].due + 10s); // generous: it did run
-    const auto st = f.status("once");
-    BOOST_TEST(st.state == dq::task_state::finished);
-    BOOST_TEST(st.attempt == 1u);
-    BOOST_TEST(w.stats().claimed == 1u);
-    BOOST_TEST(w.stats().started == 1u);
-    BOOST_TEST(w.stats().succeeded == 1u);
-    BOOST_TEST(w.stats().ack_stale == 0u);
-    BOOST_TEST(w.clock_rtt() > std::chrono::steady_clock::duration(0));
-    BOOST_TEST(f.stop(w) == error_code());
-}
-
-BOOST_AUTO_TEST_CASE(many_random_due_times_all_run_in_due_order_within_each_batch) {
-    fixture f;
-    std::vector<run> runs;
-    const dq::worker* wp = nullptr;
-    auto o = options();
-    o.claim.batch = 64; // several claims, several batches
-    dq::worker w(*f.store, o, recording_handler(*f.store, runs, &wp));
-    wp = &w;
-    w.start();
-    std::mt19937 rng(14);
-    std::uniform_int_distribution<int> delay(0, 1500);
-    constexpr int n = 600;
-    for (int i = 0; i < n; ++i) {
-        f.submit("r" + std::to_string(i), dq::duration(delay(rng)));
-    }
-    BOOST_REQUIRE(f.wait([&] { return runs.size() >= n && w.stats().acked >= n; }, 60s));
-    timewheel::test_support::run_for(f.io, 300ms);
-    BOOST_TEST(runs.size() == std::size_t(n));
-    std::set<std::string> ids;
-    std::size_t early = 0, disorder = 0;
-    for (std::size_t i = 0; i < runs.size(); ++i) {
-        ids.insert(runs[i].id);
-        early += runs[i].store_time < runs[i].due;
-        if (i > 0 && runs[i].batch == runs[i - 1].batch && runs[i].due < runs[i - 1].due) {
-            ++disorder;
-        }
-    }
-    BOOST_TEST(ids.size() == std::size_t(n)); // each exactly once
-    BOOST_TEST(early == 0u);
-    BOOST_TEST(disorder == 0u);
-    BOOST_TEST(w.stats().start_batches > 1u);
-    BOOST_TEST(w.stats().ack_batches < std::uint64_t(n)); // acks went in batches
-    BOOST_TEST(f.stop(w) == error_code());
-}
-
-BOOST_AUTO_TEST_CASE(a_cancel_before_the_due_time_wins_also_over_a_prefetched_task) {
-    fixture f;
-    std::vector<run> runs;
-    const dq::worker* wp = nullptr;
-    auto o = options();
-    o.claim.horizon = 5s; // claims them at once: prefetched long before due
-    dq::worker w(*f.store, o, recording_handler(*f.store, runs, &wp));
-    wp = &w;
-    f.submit("pre", 1500ms);
-    f.submit("late", 30s); // beyond the horizon: still delayed when cancelled
-    f.submit("keep", 1500ms);
-    w.start();
-    BOOST_REQUIRE(f.wait([&] { return w.stats().claimed == 2; }));
-    BOOST_TEST(f.status("pre").state == dq::task_state::prefetched);
-    BOOST_TEST(f.cancel("pre") == dq::cancel_result::cancelled);
-    BOOST_TEST(f.cancel("late") == dq::cancel_result::cancelled);
-    BOOST_REQUIRE(f.wait([&] { return runs.size() == 1 && w.stats().stale == 1; }));
-    timewheel::test_support::run_for(f.io, 300ms);
-    BOOST_REQUIRE_EQUAL(runs.size(), 1u);
-    BOOST_TEST(runs[0].id == "keep");
-    BOOST_TEST(f.status("pre").state == dq::task_state::cancelled);
-    BOOST_TEST(f.status("late").state == dq::task_state::cancelled);
-    BOOST_TEST(f.stop(w) == error_code());
-}
-
-BOOST_AUTO_TEST_CASE(a_prefetched_task_rescheduled_runs_once_at_its_new_time) {
-    fixture f;
-    std::vector<run> runs;
-    const dq::worker* wp = nullptr;
-    auto o = options();
-    o.claim.horizon = 5s;
-    dq::worker w(*f.store, o, recording_handler(*f.store, runs, &wp));
-    wp = &w;
-    f.submit("move", 600ms);
-    w.start();
-    BOOST_REQUIRE(f.wait([&] { return w.stats().claimed == 1; }));
-    const auto new_due = f.now() + 1500ms;
-    auto [ec] =
-        dq_test::call<>(f.io, [&](auto h) { f.store->reschedule("move", new_due, std::move(h)); });
-    BOOST_REQUIRE_MESSAGE(!ec, ec.message());
-    BOOST_REQUIRE(f.wait([&] { return w.stats().acked == 1; }));
-    timewheel::test_support::run_for(f.io, 300ms);
-    BOOST_REQUIRE_EQUAL(runs.size(), 1u);
-    BOOST_TEST(runs[0].due == new_due);
-    BOOST_TEST((runs[0].store_time >= new_due), "ran before its new due time");
-    BOOST_TEST(w.stats().stale == 1u); // the old lease, refused at its old time
-    BOOST_TEST(f.stop(w) == error_code());
-}
-
-BOOST_AUTO_TEST_CASE(retries_follow_the_policy_then_dead_then_requeued_runs_again) {
-    fixture f;
-    struct seen {
-        std::uint32_t attempt;
-        dq::time_point began, reported; // the store's clock
-    };
-    std::vector<seen> runs;
-    bool succeed = false;
-    dq::worker w(*f.store, options(), [&](dq::job j) {
-        f.store->now([&, j = std::move(j)](error_code, dq::time_point began) mutable {
-            f.store->now([&, began, j = std::move(j)](error_code, dq::time_point t) mutable {
-                runs.push_back({j.attempt(), began, t});
-                if (succeed) {
-                    j.succeed();
-                } else {
-                    j.retry("boom " + std::to_string(j.attempt()), 300ms);
-                }
-            });
-        });
-    });
-    w.start();
-    f.submit("flaky", 0ms, "p", {3, 10ms, 40ms});
-    BOOST_REQUIRE(f.wait([&] { return w.stats().retried == 3 && w.stats().acked == 3; }));
-    timewheel::test_support::run_for(f.io, 500ms);
-    BOOST_REQUIRE_EQUAL(runs.size(), 3u);
-    for (std::size_t i = 0; i < runs.size(); ++i) {
-        BOOST_TEST(runs[i].attempt == i + 1);
-        if (i > 0) { // retry_after: not before the report + 300 ms, by the store's clock
-            BOOST_TEST((runs[i].began >= runs[i - 1].reported + 300ms), "retry " << i << " early");
-        }
-    }
-    auto st = f.status("flaky");
-    BOOST_TEST(st.state == dq::task_state::dead);
-    BOOST_TEST(st.attempt == 3u);
-    BOOST_TEST(st.last_error == "boom 3");
-    BOOST_TEST(w.stats().failed == 0u);
-
-    succeed = true;
-    auto [ec] =
-        dq_test::call<>(f.io, [&](auto h) { f.store->requeue_dead("flaky", 0ms, std::move(h)); });
-    BOOST_REQUIRE_MESSAGE(!ec, ec.message());
-    BOOST_REQUIRE(f.wait([&] { return w.stats().succeeded == 1 && w.stats().acked == 4; }));
-    BOOST_TEST(runs.back().attempt == 1u);
-    BOOST_TEST(f.status("flaky").state == dq::task_state::finished);
-    BOOST_TEST(f.stop(w) == error_code());
-}
+DQ_TEST_WORKER_CASES(make_fixture)
 
 BOOST_AUTO_TEST_CASE(the_three_handler_forms_and_an_abandoned_job) {
     fixture f;
@@ -466,6 +246,8 @@ BOOST_AUTO_TEST_CASE(tasks_due_while_no_worker_ran_all_run_when_one_starts) {
     BOOST_REQUIRE(f.wait([&] { return w.stats().acked == n; }));
     BOOST_TEST(ran.size() == std::size_t(n));
     BOOST_TEST(w.stats().started == std::uint64_t(n));
+    // Already due at the claim: the claim itself started some (no start call for them).
+    BOOST_TEST(w.stats().started_by_claim > 0u);
     BOOST_TEST(f.stop(w) == error_code());
 }
 
@@ -523,6 +305,8 @@ BOOST_AUTO_TEST_CASE(the_concurrency_limit_is_never_exceeded) {
     BOOST_TEST(done == std::size_t(n));
     BOOST_TEST(most == 3u);
     BOOST_TEST(w.stats().max_running == 3u);
+    // Claims started due tasks too, within the limit (most == 3 above).
+    BOOST_TEST(w.stats().started_by_claim >= 1u);
     BOOST_TEST(f.stop(w) == error_code());
 }
 
@@ -628,10 +412,14 @@ BOOST_AUTO_TEST_CASE(a_clock_sample_that_lies_cannot_make_a_task_start_early) {
     lying_clock_store liar(*f.store, 30s);
     std::vector<run> runs;
     const dq::worker* wp = nullptr;
-    dq::worker w(liar, options(), recording_handler(*f.store, runs, &wp));
+    // A horizon longer than the delay: the task is claimed (prefetched) well before its due
+    // time, so its start goes through start() (a claim only starts tasks already due).
+    auto o = options();
+    o.claim.horizon = 5s;
+    dq::worker w(liar, o, recording_handler(*f.store, runs, &wp));
     wp = &w;
     w.start();
-    f.submit("skewed", 800ms);
+    f.submit("skewed", 2s);
     BOOST_REQUIRE(f.wait([&] { return w.stats().acked == 1; }));
     BOOST_REQUIRE_EQUAL(runs.size(), 1u);
     BOOST_TEST((runs[0].store_time >= runs[0].due), "started before its due time");

@@ -52,54 +52,69 @@ namespace net = boost::asio;
 
 class async_op_base;
 
-// Installed in an operation's cancellation slot. The operation and this handler point at
-// each other and each unlinks the other when it goes first: the operation completing
-// detaches the handler (which stays in the slot, inert: a slot is never cleared from
-// inside its own handler), and the handler being destroyed (its signal destroyed, the slot
-// cleared or reused) detaches the operation. So neither is left with a dangling pointer,
-// whatever the order.
-class op_cancellation {
+template <typename Target>
+class cancellable;
+
+// Installed in an operation's cancellation slot. The operation (a Target, derived from
+// cancellable<Target>) and this handler point at each other and each unlinks the other when
+// it goes first: the operation completing detaches the handler (which stays in the slot,
+// inert: a slot is never cleared from inside its own handler), and the handler being
+// destroyed (its signal destroyed, the slot cleared or reused) detaches the operation. So
+// neither is left with a dangling pointer, whatever the order. An operation that moves
+// (a wheel_timer's inline wait moving with its timer) takes the link along.
+template <typename Target>
+class basic_op_cancellation {
 public:
     /// What to do with an operation whose cancellation was requested; it is already
     /// detached from this handler when called.
-    using cancel_function = void (*)(void* owner, async_op_base& op);
+    using cancel_function = void (*)(void* owner, Target& op);
 
-    op_cancellation(cancel_function cancel, void* owner, async_op_base* op,
-                    net::cancellation_type_t accepted) noexcept
+    basic_op_cancellation(cancel_function cancel, void* owner, Target* op,
+                          net::cancellation_type_t accepted) noexcept
         : cancel_(cancel)
         , owner_(owner)
         , op_(op)
         , accepted_(accepted) {}
 
-    ~op_cancellation();
+    ~basic_op_cancellation() {
+        if (op_ != nullptr) {
+            static_cast<cancellable<Target>*>(op_)->cancellation_ = nullptr;
+        }
+    }
 
-    op_cancellation(const op_cancellation&) = delete;
-    op_cancellation& operator=(const op_cancellation&) = delete;
+    basic_op_cancellation(const basic_op_cancellation&) = delete;
+    basic_op_cancellation& operator=(const basic_op_cancellation&) = delete;
 
-    void operator()(net::cancellation_type_t type);
+    void operator()(net::cancellation_type_t type) {
+        if (op_ != nullptr && (type & accepted_) != net::cancellation_type::none) {
+            Target* op = std::exchange(op_, nullptr); // go inert; never clear the slot
+            static_cast<cancellable<Target>*>(op)->cancellation_ = nullptr;
+            cancel_(owner_, *op);
+        }
+    }
 
 private:
-    friend class async_op_base;
+    friend class cancellable<Target>;
 
     cancel_function cancel_;
     void* owner_;
-    async_op_base* op_;
+    Target* op_;
     net::cancellation_type_t accepted_;
 };
 
-// The type-erased part of an operation: what its owner queues and completes.
-class async_op_base : public net::detail::scheduler_operation {
+// The operation's half of the link: a base of Target.
+template <typename Target>
+class cancellable {
 public:
-    /// The first completion argument.
-    boost::system::error_code ec_;
-
     /// Installs a cancellation handler in @c slot if it is connected; an emitted signal
-    /// whose type intersects @c accepted calls @c cancel(owner, *this).
+    /// whose type intersects @c accepted calls @c cancel(owner, op).
     template <typename Slot>
-    void install_cancellation(Slot& slot, op_cancellation::cancel_function cancel, void* owner,
-                              net::cancellation_type_t accepted) {
+    void install_cancellation(Slot& slot,
+                              typename basic_op_cancellation<Target>::cancel_function cancel,
+                              void* owner, net::cancellation_type_t accepted) {
         if (slot.is_connected()) {
-            cancellation_ = &slot.template emplace<op_cancellation>(cancel, owner, this, accepted);
+            cancellation_ = &slot.template emplace<basic_op_cancellation<Target>>(
+                cancel, owner, static_cast<Target*>(this), accepted);
         }
     }
 
@@ -114,6 +129,27 @@ public:
     /// Whether a cancellation handler is linked to the operation.
     bool has_cancellation() const noexcept { return cancellation_ != nullptr; }
 
+    /// Takes over the link of @c other, an operation that moved here.
+    void take_cancellation(cancellable& other) noexcept {
+        cancellation_ = std::exchange(other.cancellation_, nullptr);
+        if (cancellation_ != nullptr) {
+            cancellation_->op_ = static_cast<Target*>(this);
+        }
+    }
+
+private:
+    friend class basic_op_cancellation<Target>;
+    basic_op_cancellation<Target>* cancellation_ = nullptr;
+};
+
+using op_cancellation = basic_op_cancellation<async_op_base>;
+
+// The type-erased part of an operation: what its owner queues and completes.
+class async_op_base : public net::detail::scheduler_operation, public cancellable<async_op_base> {
+public:
+    /// The first completion argument.
+    boost::system::error_code ec_;
+
     /// Destroys the operation without invoking its handler (the owner never queued it).
     void destroy_unqueued() noexcept {
         detach_cancellation();
@@ -123,25 +159,7 @@ public:
 protected:
     explicit async_op_base(func_type complete) noexcept
         : scheduler_operation(complete) {}
-
-private:
-    friend class op_cancellation;
-    op_cancellation* cancellation_ = nullptr;
 };
-
-inline op_cancellation::~op_cancellation() {
-    if (op_ != nullptr) {
-        op_->cancellation_ = nullptr;
-    }
-}
-
-inline void op_cancellation::operator()(net::cancellation_type_t type) {
-    if (op_ != nullptr && (type & accepted_) != net::cancellation_type::none) {
-        async_op_base* op = std::exchange(op_, nullptr); // go inert; never clear the slot
-        op->cancellation_ = nullptr;
-        cancel_(owner_, *op);
-    }
-}
 
 // An intrusive FIFO of operations (no allocation): what an owner keeps its pending ones in.
 template <typename Op>

@@ -2,7 +2,23 @@
 // timewheel/detail/wait_op.hpp
 //
 // What a wheel_timer keeps in the io_context's wheel: its entry, its expiry and its pending
-// waits, each an async_op (detail/async_op.hpp) on this base.
+// waits.
+//
+// The first wait of a timer lives inside the timer (inline_wait) when its handler is small
+// (inline_handler_size bytes, nothrow movable) and completes natively (neither the I/O
+// executor nor the handler's associated executor needs outstanding work tracked, so Asio's
+// handler_work would call the handler directly): no allocation, and arm and cancel touch one
+// object. A wait that joins a pending one, or whose handler does not qualify, is an
+// operation allocated with the handler's associated allocator (async_op on wait_op_base), as
+// before.
+//
+// The handler leaves the timer when its wait completes: it is relocated into a carrier, a
+// wait_op_base recycled by the service (inline_wait_carriers), which the scheduler runs as
+// the wait's one handler. So the timer may be destroyed, moved or re-armed as soon as its
+// wait has completed, and its storage is free before the handler runs (a handler that
+// waits again on its timer gets the inline storage back). A carrier is allocated only when
+// none is free: the pool grows to the most waits ever in flight (completed, handler not yet
+// run) at once, and stays there.
 //
 
 #ifndef TIMEWHEEL_DETAIL_WAIT_OP_HPP
@@ -11,8 +27,16 @@
 #include <timewheel/detail/async_op.hpp>
 #include <timewheel/detail/service_entry.hpp>
 
+#include <boost/asio/associated_executor.hpp>
+#include <boost/asio/bind_allocator.hpp>
+#include <boost/asio/bind_cancellation_slot.hpp>
+#include <boost/asio/bind_executor.hpp>
+#include <boost/asio/detail/handler_invoke_helpers.hpp>
+
 #include <chrono>
 #include <cstddef>
+#include <new>
+#include <type_traits>
 
 namespace timewheel {
 namespace detail {
@@ -31,16 +55,242 @@ protected:
         : async_op_base(complete) {}
 };
 
+/// The handler bytes a timer holds inline: a lambda capturing two pointers, the handler of
+/// a coroutine (use_awaitable), a bound member function.
+inline constexpr std::size_t inline_handler_size = 2 * sizeof(void*);
+
+// Whether moving a T cannot throw: inline handlers are moved on paths that cannot report
+// failure (completion, moving the timer). Asio's binders declare no noexcept, but move
+// nothing that can throw when what they bind cannot.
+template <typename T>
+struct nothrow_movable : std::is_nothrow_move_constructible<T> {};
+
+template <typename Part>
+inline constexpr bool nothrow_part =
+    std::is_nothrow_move_constructible_v<Part>&& std::is_nothrow_copy_constructible_v<Part>;
+
+template <typename T, typename Slot>
+struct nothrow_movable<net::cancellation_slot_binder<T, Slot>>
+    : std::bool_constant<nothrow_movable<T>::value && nothrow_part<Slot>> {};
+
+template <typename T, typename Allocator>
+struct nothrow_movable<net::allocator_binder<T, Allocator>>
+    : std::bool_constant<nothrow_movable<T>::value && nothrow_part<Allocator>> {};
+
+template <typename T, typename Executor>
+struct nothrow_movable<net::executor_binder<T, Executor>>
+    : std::bool_constant<nothrow_movable<T>::value && nothrow_part<Executor>> {};
+
+/// Whether a handler type can be kept inline (its executors are checked at run time).
+template <typename Handler>
+inline constexpr bool
+    fits_inline = sizeof(Handler) <= inline_handler_size &&
+                  alignof(Handler) <= alignof(void*) && nothrow_movable<Handler>::value;
+
+class inline_wait_carrier;
+
+enum class inline_action { relocate, invoke };
+
+// The one function per handler type: moves the handler to `to` (relocate), or runs it from
+// a carrier (invoke: moved out, carrier released, then the upcall unless `owner` is null,
+// when the context is shutting down).
+using inline_wait_function = void (*)(inline_action action, void* from, void* to, void* owner,
+                                      inline_wait_carrier* carrier);
+
+/// Storage for one handler, in a timer or in a carrier.
+struct inline_handler_storage {
+    inline_wait_function fn_ = nullptr; // set while a handler is stored
+    alignas(void*) unsigned char bytes_[inline_handler_size];
+
+    /// Moves the stored handler to @c to, which must be empty.
+    void relocate_to(inline_handler_storage& to) noexcept {
+        fn_(inline_action::relocate, bytes_, to.bytes_, nullptr, nullptr);
+        to.fn_ = fn_;
+        fn_ = nullptr;
+    }
+};
+
+/// The wait a timer holds inline: the handler and its cancellation link.
+class inline_wait : public cancellable<inline_wait> {
+public:
+    inline_handler_storage handler_;
+
+    bool pending() const noexcept { return handler_.fn_ != nullptr; }
+};
+
+class inline_wait_carriers;
+
+/// A completed inline wait on its way to the handler: what the scheduler runs.
+class inline_wait_carrier final : public wait_op_base {
+public:
+    explicit inline_wait_carrier(inline_wait_carriers& pool) noexcept
+        : wait_op_base(&inline_wait_carrier::do_complete)
+        , pool_(pool) {}
+
+    inline_handler_storage handler_;
+    inline_wait_carrier* next_free_ = nullptr;
+
+    /// Returns the carrier to its pool (its handler already moved out).
+    void release() noexcept;
+
+private:
+    static void do_complete(void* owner, net::detail::scheduler_operation* base,
+                            const boost::system::error_code& /*ec*/, std::size_t /*bytes*/) {
+        auto* carrier = static_cast<inline_wait_carrier*>(base);
+        carrier->handler_.fn_(inline_action::invoke, carrier->handler_.bytes_, nullptr, owner,
+                              carrier);
+    }
+
+    inline_wait_carriers& pool_;
+};
+
+/// The service's free carriers. Single-threaded, as the service.
+class inline_wait_carriers {
+public:
+    inline_wait_carriers() noexcept = default;
+    inline_wait_carriers(const inline_wait_carriers&) = delete;
+    inline_wait_carriers& operator=(const inline_wait_carriers&) = delete;
+
+    ~inline_wait_carriers() {
+        while (inline_wait_carrier* c = free_) {
+            free_ = c->next_free_;
+            delete c;
+        }
+    }
+
+    /// A free carrier. Allocates one when none is free: called on completion paths that
+    /// cannot report failure, so running out of memory there terminates the program.
+    inline_wait_carrier* take() noexcept {
+        inline_wait_carrier* c = free_;
+        if (c == nullptr) {
+            return new inline_wait_carrier(*this); // std::terminate on bad_alloc (noexcept)
+        }
+        free_ = c->next_free_;
+        return c;
+    }
+
+    void give(inline_wait_carrier* c) noexcept {
+        c->next_free_ = free_;
+        free_ = c;
+    }
+
+private:
+    inline_wait_carrier* free_ = nullptr;
+};
+
+inline void inline_wait_carrier::release() noexcept {
+    pool_.give(this);
+}
+
+// inline_wait_function for Handler. The upcall is handler_work's for a handler that owns no
+// work (the only ones kept inline): a direct call through asio_handler_invoke.
+template <typename Handler>
+void inline_wait_act(inline_action action, void* from, void* to, void* owner,
+                     inline_wait_carrier* carrier) {
+    Handler* handler = std::launder(static_cast<Handler*>(from));
+    switch (action) {
+    case inline_action::relocate:
+        ::new (to) Handler(std::move(*handler));
+        handler->~Handler();
+        return;
+    case inline_action::invoke: {
+        // Move the handler out and release the carrier before the upcall, as Asio's
+        // operations free their memory first.
+        net::detail::binder1<Handler, boost::system::error_code> bound(*handler, carrier->ec_);
+        handler->~Handler();
+        carrier->handler_.fn_ = nullptr;
+        carrier->release();
+        if (owner != nullptr) { // null when the context is shutting down: destroy only
+            net::detail::fenced_block block(net::detail::fenced_block::half);
+            boost_asio_handler_invoke_helpers::invoke(bound, bound.handler_);
+        }
+        return;
+    }
+    }
+}
+
+/// Whether Asio's handler_work for this handler and I/O executor would own no work, and so
+/// call the handler directly on completion: the condition for keeping it inline.
+template <typename Handler, typename IoExecutor>
+bool completes_natively(Handler& handler, const IoExecutor& io_ex) noexcept {
+    using work = net::detail::handler_work<Handler, IoExecutor>;
+    typename work::base1_type base1(0, 0, io_ex);
+    if (base1.owns_work()) {
+        return false;
+    }
+    if constexpr (requires { typename work::base2_type; }) {
+        typename work::base2_type base2(false, net::get_associated_executor(handler, io_ex), io_ex);
+        return !base2.owns_work();
+    } else {
+        return true;
+    }
+}
+
 void on_timer_event(wheel_service& service, service_entry& entry, entry_event event);
 
-struct timer_impl : service_entry {
+struct timer_impl : service_entry, inline_wait {
     timer_impl() noexcept
         : service_entry(&on_timer_event) {}
 
     std::chrono::steady_clock::time_point expiry{};
     std::chrono::steady_clock::duration slack{};
-    op_queue<wait_op_base> ops;
-    std::size_t waits = 0; // ops' length, so that reschedule_at() need not walk the queue
+    // The allocated waits, after the inline one: a circular list through the operations'
+    // `next_` (tail->next is the oldest), so that one pointer keeps it FIFO.
+    wait_op_base* queued_tail = nullptr;
+
+    bool has_waits() const noexcept { return pending() || queued_tail != nullptr; }
+
+    wait_op_base* queued_front() const noexcept {
+        return queued_tail != nullptr ? next_of(queued_tail) : nullptr;
+    }
+
+    void push_queued(wait_op_base* op) noexcept {
+        if (queued_tail == nullptr) {
+            set_next(op, op);
+        } else {
+            set_next(op, next_of(queued_tail));
+            set_next(queued_tail, op);
+        }
+        queued_tail = op;
+    }
+
+    /// Removes @c op (queued here) from the list.
+    void unlink_queued(wait_op_base* op) noexcept {
+        wait_op_base* prev = queued_tail;
+        while (next_of(prev) != op) {
+            prev = next_of(prev);
+        }
+        if (prev == op) { // the only one
+            queued_tail = nullptr;
+        } else {
+            set_next(prev, next_of(op));
+            if (queued_tail == op) {
+                queued_tail = prev;
+            }
+        }
+        set_next(op, nullptr);
+    }
+
+    /// Pending waits, inline and allocated.
+    std::size_t waits() const noexcept {
+        std::size_t n = pending() ? 1 : 0;
+        if (queued_tail != nullptr) {
+            for (wait_op_base* op = next_of(queued_tail);; op = next_of(op)) {
+                ++n;
+                if (op == queued_tail) {
+                    break;
+                }
+            }
+        }
+        return n;
+    }
+
+    static wait_op_base* next_of(wait_op_base* op) noexcept {
+        return net::detail::op_queue_access::next(op);
+    }
+    static void set_next(wait_op_base* op, wait_op_base* next) noexcept {
+        net::detail::op_queue_access::next(op, next);
+    }
 };
 
 } // namespace detail

@@ -37,6 +37,10 @@ struct claim_options {
     std::size_t batch = 256; ///< at most this many tasks in all
     duration lease{30000};   ///< a lease runs until due + lease; renew to keep it longer
     std::string worker;      ///< the worker's name, for the log
+    /// The store may start at once (claimed_task::running) up to this many of the tasks it
+    /// claims whose due time has passed by its clock, saving their start() call. 0: none,
+    /// every task is prefetched. A store may start fewer (or none) and stay correct.
+    std::size_t start_due = 0;
 };
 
 /// Where tasks live. Implementations: dq::redis_store.
@@ -96,7 +100,9 @@ public:
     // --- The worker's side --------------------------------------------------------------
 
     /// First returns expired leases to delayed (or to dead, attempts exhausted), then leases
-    /// up to `opt.batch` tasks due by now + `opt.horizon`, each with a fresh random token.
+    /// up to `opt.batch` tasks due by now + `opt.horizon`, each with a fresh random token;
+    /// up to `opt.start_due` of those already due by the store's clock may come back running
+    /// (their lease then runs until now + `opt.lease`).
     virtual void claim(const claim_options& opt,
                        handler<void(boost::system::error_code, claim_result)> h) = 0;
 

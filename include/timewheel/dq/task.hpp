@@ -135,6 +135,9 @@ struct claimed_task {
     std::uint32_t attempt = 0; ///< this run's number, 1 for the first
     std::string payload;
     retry_policy retry;
+    /// Started by the claim itself (claim_options::start_due): due by the store's clock,
+    /// already running there; no start() call is needed.
+    bool running = false;
 };
 
 /// What one claim brought.

@@ -75,16 +75,17 @@ struct worker_options {
 
 /// What a worker has done so far (monotonic counters, and the handlers running now).
 struct worker_stats {
-    std::uint64_t claims = 0;        ///< claim calls answered
-    std::uint64_t claimed = 0;       ///< tasks claimed into the wheel
-    std::uint64_t start_batches = 0; ///< start calls answered
-    std::uint64_t started = 0;       ///< tasks started (handler called)
-    std::uint64_t stale = 0;         ///< starts refused as stale (cancelled, rescheduled, taken)
-    std::uint64_t too_early = 0;     ///< starts refused as early by the store's clock: re-armed
-    std::uint64_t succeeded = 0;     ///< reports of success
-    std::uint64_t retried = 0;       ///< reports of retry (abandoned jobs included)
-    std::uint64_t failed = 0;        ///< reports of permanent failure
-    std::uint64_t abandoned = 0;     ///< jobs destroyed without a report (reported as retry)
+    std::uint64_t claims = 0;           ///< claim calls answered
+    std::uint64_t claimed = 0;          ///< tasks claimed into the wheel
+    std::uint64_t start_batches = 0;    ///< start calls answered
+    std::uint64_t started = 0;          ///< tasks started (handler called)
+    std::uint64_t started_by_claim = 0; ///< of those, started by their claim (already due)
+    std::uint64_t stale = 0;            ///< starts refused as stale (cancelled, rescheduled, taken)
+    std::uint64_t too_early = 0;        ///< starts refused as early by the store's clock: re-armed
+    std::uint64_t succeeded = 0;        ///< reports of success
+    std::uint64_t retried = 0;          ///< reports of retry (abandoned jobs included)
+    std::uint64_t failed = 0;           ///< reports of permanent failure
+    std::uint64_t abandoned = 0;        ///< jobs destroyed without a report (reported as retry)
     std::uint64_t handler_exceptions = 0; ///< exceptions thrown by the handler
     std::uint64_t ack_batches = 0;        ///< acknowledge calls answered
     std::uint64_t acked = 0;              ///< acks the store recorded

@@ -14,6 +14,7 @@
 #define TIMEWHEEL_REDIS_DETAIL_CONNECTION_IMPL_HPP
 
 #include <timewheel/redis/config.hpp>
+#include <timewheel/redis/detail/handler_memory.hpp>
 #include <timewheel/redis/detail/op_base.hpp>
 #include <timewheel/wheel_timer.hpp>
 
@@ -140,6 +141,9 @@ private:
     std::unique_ptr<reply_builder> builder_;
     std::unique_ptr<char[]> read_buffer_;
     std::string write_buffer_;
+    handler_memory read_memory_;  // the socket read's operation
+    handler_memory write_memory_; // the socket write's operation
+    handler_memory flush_memory_; // the deferred flush's
     boost::intrusive::list<op_base> pending_;
     std::vector<record> ring_;
     std::size_t ring_head_ = 0;

@@ -1,0 +1,153 @@
+//
+// timewheel/dq/sqlite_store.hpp
+//
+// The durable queue's embedded store: one SQLite database file, for one node with nothing
+// else to run (docs/dq.md, "The SQLite store").
+//
+// Every operation runs on a thread of the store's own, which owns the one connection:
+// SQLite's calls block, and a commit waits for fsync, so they never run on the thread that
+// drives the wheel. Operations that arrive while a transaction is being written go into the
+// next one (group commit): N submits cost one fsync, not N. An operation completes, on the
+// store's executor, only once its transaction is durable (WAL, synchronous=FULL).
+//
+#ifndef TIMEWHEEL_DQ_SQLITE_STORE_HPP
+#define TIMEWHEEL_DQ_SQLITE_STORE_HPP
+
+#include <timewheel/dq/store.hpp>
+
+#include <chrono>
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+#include <string>
+
+namespace timewheel::dq {
+
+/// The settings of a dq::sqlite_store.
+struct sqlite_store_options {
+    /// The database file, created (with its tables) if missing. Its directory must exist.
+    std::string path = "timewheel-dq.db";
+
+    /// What the store accepts.
+    dq::limits limits{};
+
+    /// Finished and cancelled tasks are remembered (so that a re-submit answers `exists`) for
+    /// this long, and at most `done_max` of them.
+    duration done_retention = std::chrono::hours(24 * 7);
+    std::size_t done_max = 1000000;
+
+    /// Dead letters are kept this long, and at most `dead_max` of them.
+    duration dead_retention = std::chrono::hours(24 * 30);
+    std::size_t dead_max = 1000000;
+
+    /// The execution log keeps a task's attempts as long as the task is remembered, and at
+    /// most this many entries in all (the oldest go first).
+    std::size_t log_max = 1000000;
+
+    /// The most operations written in one transaction (one fsync).
+    std::size_t max_group = 1024;
+
+    /// false: synchronous=NORMAL, a commit does not wait for fsync (an acknowledged submit
+    /// may be lost in a power failure, not in a crash of the process). For tests and
+    /// benchmarks of what fsync costs.
+    bool fsync = true;
+};
+
+/// What a dq::sqlite_store has written so far.
+struct sqlite_store_stats {
+    std::uint64_t transactions = 0; ///< groups committed (one fsync each)
+    std::uint64_t operations = 0;   ///< operations run in them
+};
+
+/// The error category of SQLite's result codes ("timewheel.dq.sqlite"): the store's
+/// failures other than bad input keep SQLite's code, except a full disk (SQLITE_FULL), which
+/// is dq::error::store_full.
+const boost::system::error_category& sqlite_category() noexcept;
+
+namespace detail {
+class sqlite_engine;
+class sqlite_waiter;
+} // namespace detail
+
+/// A dq::store in one SQLite database file.
+/**
+ * @code
+ * boost::asio::io_context io;
+ * dq::sqlite_store store(io.get_executor(), {.path = "/var/lib/app/tasks.db"});
+ * dq::queue q(store);
+ * q.async_submit({.id = "welcome:42", .due = 30s, .payload = body}, handler);
+ * @endcode
+ *
+ * The store's clock is the node's system clock. Wake-ups are in-process: a submit,
+ * reschedule, requeue, release or retry that makes a task the earliest delayed one completes
+ * the pending wait_wakeup() (or the next one) with its due time.
+ *
+ * Errors: bad input fails with the same dq::error values as dq::redis_store, before anything
+ * is written (ids must not contain NUL bytes, dq::error::invalid_id, so that ids move between
+ * the stores); a full disk with dq::error::store_full; other SQLite failures with their code
+ * in sqlite_category(). The constructor throws boost::system::system_error when the file
+ * cannot be opened or created, is not a database, or was written by a newer schema.
+ *
+ * @par Thread Safety
+ * @e Distinct @e objects: Safe (two stores must not share a file).@n
+ * @e Shared @e objects: Unsafe. Use from the executor only.
+ */
+class sqlite_store final : public store {
+public:
+    /// Opens (or creates) the database and starts the store's thread.
+    explicit sqlite_store(const executor_type& ex, sqlite_store_options opt = {});
+
+    /// Writes what was submitted before, stops the thread, and completes a pending wait with
+    /// operation_aborted.
+    ~sqlite_store() override;
+
+    sqlite_store(const sqlite_store&) = delete;
+    sqlite_store& operator=(const sqlite_store&) = delete;
+
+    /// The options as given.
+    const sqlite_store_options& options() const noexcept;
+
+    /// What it has written so far.
+    sqlite_store_stats stats() const noexcept;
+
+    /// Like the destructor; operations started afterwards fail with operation_aborted.
+    void close();
+
+    executor_type get_executor() const override;
+    const dq::limits& get_limits() const noexcept override;
+
+    void submit(task t,
+                handler<void(boost::system::error_code, submit_result, std::string)> h) override;
+    void cancel(std::string id, handler<void(boost::system::error_code, cancel_result)> h) override;
+    void reschedule(std::string id, due_time due,
+                    handler<void(boost::system::error_code)> h) override;
+    void status(std::string id, handler<void(boost::system::error_code, task_status)> h) override;
+    void list_dead(std::string cursor, std::size_t count,
+                   handler<void(boost::system::error_code, dead_page)> h) override;
+    void requeue_dead(std::string id, due_time due,
+                      handler<void(boost::system::error_code)> h) override;
+    void delete_dead(std::string id, handler<void(boost::system::error_code)> h) override;
+    void claim(const claim_options& opt,
+               handler<void(boost::system::error_code, claim_result)> h) override;
+    void start(std::vector<lease_ref> leases,
+               handler<void(boost::system::error_code, std::vector<start_result>)> h) override;
+    void renew(std::vector<lease_ref> leases, duration lease,
+               handler<void(boost::system::error_code, std::vector<ack_result>)> h) override;
+    void acknowledge(std::vector<ack> acks,
+                     handler<void(boost::system::error_code, std::vector<ack_result>)> h) override;
+    void release(std::vector<lease_ref> leases,
+                 handler<void(boost::system::error_code)> h) override;
+    void wait_wakeup(handler<void(boost::system::error_code, time_point)> h) override;
+    void now(handler<void(boost::system::error_code, time_point)> h) override;
+
+private:
+    executor_type ex_;
+    sqlite_store_options opt_;
+    std::shared_ptr<detail::sqlite_waiter> waiter_;
+    std::unique_ptr<detail::sqlite_engine> engine_;
+    sqlite_store_stats stats_at_close_;
+};
+
+} // namespace timewheel::dq
+
+#endif // TIMEWHEEL_DQ_SQLITE_STORE_HPP

@@ -1,0 +1,79 @@
+//
+// timewheeld/api/server.hpp
+//
+// The HTTP/JSON API of timewheeld on Boost.Beast: one io_context per thread, each with its
+// own store connection; one acceptor, whose connections are dealt to the threads in turn.
+//
+//   POST   /v1/tasks                 submit (201 created, 200 exists), the task as JSON
+//   GET    /v1/tasks/{id}            state, attempts, times, last error, execution log
+//   PATCH  /v1/tasks/{id}            reschedule: {"due_at"} or {"delay_ms"}
+//   DELETE /v1/tasks/{id}            cancel: 200, 404, 409 (too late)
+//   POST   /v1/tasks/{id}/result     the result of a callback that answered 202
+//   GET    /v1/dead?cursor=&limit=   dead letters, a page at a time
+//   POST   /v1/dead/{id}/retry       a dead letter delayed again
+//   DELETE /v1/dead/{id}             a dead letter forgotten
+//   GET    /healthz  /readyz  /metrics
+//
+// Every error is JSON, {"error": {"code", "field", "message"}}; a 400 names the field and
+// nothing is stored. Limits: the body (413), the request target (414), the header fields
+// (431). With a token, /v1/* and /metrics need "Authorization: Bearer <token>", compared in
+// constant time (401 otherwise); /healthz and /readyz stay open to probes.
+//
+// Shutdown (stop(), or SIGTERM/SIGINT in the binary): the acceptor closes, connections
+// waiting for a request close, requests being read or answered finish (their answer says
+// "Connection: close"), then the stores close and run() returns; whatever still runs after
+// settings::shutdown_timeout is abandoned.
+//
+#ifndef TIMEWHEELD_API_SERVER_HPP
+#define TIMEWHEELD_API_SERVER_HPP
+
+#include <timewheeld/api/log.hpp>
+#include <timewheeld/api/metrics.hpp>
+#include <timewheeld/api/result_sink.hpp>
+#include <timewheeld/api/settings.hpp>
+
+#include <cstdint>
+#include <memory>
+
+namespace timewheeld::api {
+
+namespace detail {
+class server_impl;
+}
+
+/// The API server.
+/**
+ * @par Thread Safety
+ * stop() and port() may be called from any thread; the rest from the thread that made it.
+ */
+class server {
+public:
+    /// Opens the stores (one per thread) and binds the listening socket.
+    /** @throws std::invalid_argument for a bad store URL; boost::system::system_error when
+     *  the address cannot be bound. */
+    server(const api::settings& s, metrics_registry& metrics, api::logger& log);
+    ~server();
+
+    server(const server&) = delete;
+    server& operator=(const server&) = delete;
+
+    /// The bound port (the real one with settings::port 0).
+    std::uint16_t port() const noexcept;
+
+    /// Where POST /v1/tasks/{id}/result delivers (none by default: 404). Set before run().
+    void set_result_sink(result_sink* sink) noexcept;
+
+    /// Serves until stop() (or SIGTERM/SIGINT, when `handle_signals`), on the calling thread
+    /// and settings::threads - 1 more. Returns once every connection has finished.
+    void run(bool handle_signals = true);
+
+    /// Starts the graceful shutdown.
+    void stop();
+
+private:
+    std::unique_ptr<detail::server_impl> impl_;
+};
+
+} // namespace timewheeld::api
+
+#endif // TIMEWHEELD_API_SERVER_HPP

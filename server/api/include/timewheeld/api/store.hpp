@@ -1,0 +1,48 @@
+//
+// timewheeld/api/store.hpp
+//
+// The store selection of timewheeld: a URL names where tasks live, and make_store() opens
+// a dq::store on one thread's executor (each of the service's threads opens its own).
+//
+// Schemes:
+//   redis://[user:password@]host[:port][/queue]   dq::redis_store, standalone (port 6379,
+//                                                 queue "timewheeld" by default)
+// The embedded store (sqlite:PATH) joins here: one more branch in make_store().
+//
+#ifndef TIMEWHEELD_API_STORE_HPP
+#define TIMEWHEELD_API_STORE_HPP
+
+#include <timewheel/dq/store.hpp>
+
+#include <chrono>
+#include <functional>
+#include <memory>
+#include <string>
+#include <string_view>
+
+namespace timewheeld::api {
+
+/// An open store, and how to close it (its connections keep the io_context busy until then).
+struct store_handle {
+    std::unique_ptr<timewheel::dq::store> store;
+    std::function<void()> close;
+};
+
+/// What make_store() needs besides the URL.
+struct store_options {
+    /// How long one operation may take before it fails (a store that does not answer).
+    std::chrono::milliseconds operation_timeout{5000};
+    /// The worker's name in the store's execution log, and the connection's client name.
+    std::string client_name = "timewheeld";
+};
+
+/// Opens the store that `url` names, on `ex`.
+/** @throws std::invalid_argument naming what is wrong with the URL (an unknown scheme, a
+ *  malformed port...). Connecting happens in the background: an unreachable store fails
+ *  operations, it does not throw here. */
+store_handle make_store(std::string_view url, const timewheel::dq::store::executor_type& ex,
+                        const store_options& opt = {});
+
+} // namespace timewheeld::api
+
+#endif // TIMEWHEELD_API_STORE_HPP

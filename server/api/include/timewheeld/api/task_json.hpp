@@ -1,0 +1,125 @@
+//
+// timewheeld/api/task_json.hpp
+//
+// The JSON of the API: what a client sends (a task to submit, a new due time, a result
+// report), validated field by field into the durable queue's types, and what it gets back
+// (a task's status, a page of dead letters, an error). Validation fails with
+// invalid_field, which names the field ("callback.url", "retry.cap_ms"...): the API answers
+// 400 with that name, and nothing has been stored.
+//
+// The payload of a dq::task is the callback object, validated and re-serialized:
+//
+//   {"url": "https://example.com/hook", "method": "POST",
+//    "headers": {"Content-Type": "application/json"}, "body": "...", "timeout_ms": 5000}
+//
+// `url` is always there and `method` defaults to "POST"; `headers`, `body` and
+// `timeout_ms` are present only when the client gave them. The callback side parses this
+// same shape.
+//
+#ifndef TIMEWHEELD_API_TASK_JSON_HPP
+#define TIMEWHEELD_API_TASK_JSON_HPP
+
+#include <timewheel/dq/task.hpp>
+
+#include <boost/json/object.hpp>
+#include <boost/json/value.hpp>
+
+#include <cstddef>
+#include <cstdint>
+#include <optional>
+#include <stdexcept>
+#include <string>
+#include <string_view>
+
+namespace timewheeld::api {
+
+namespace dq = timewheel::dq;
+
+/// A field of a request that is missing, malformed, contradictory or out of range.
+class invalid_field : public std::invalid_argument {
+public:
+    invalid_field(std::string field, const std::string& message)
+        : std::invalid_argument(field + ": " + message)
+        , field_(std::move(field))
+        , message_(message) {}
+
+    /// The field's path, e.g. "callback.headers" ("body": the body as a whole).
+    const std::string& field() const noexcept { return field_; }
+    /// What is wrong with it.
+    const std::string& message() const noexcept { return message_; }
+
+private:
+    std::string field_;
+    std::string message_;
+};
+
+/// What the validation accepts.
+struct validation_limits {
+    std::size_t max_id_bytes = 256;             ///< a task id (the store's limit)
+    std::size_t max_callback_url_bytes = 2048;  ///< callback.url
+    std::size_t max_callback_headers = 32;      ///< entries of callback.headers
+    std::size_t max_payload_bytes = 512 * 1024; ///< the serialized callback (the store's limit)
+    std::int64_t max_timeout_ms = 600000;       ///< callback.timeout_ms
+    std::uint32_t max_attempts = 1000;          ///< retry.attempts
+    std::int64_t max_backoff_ms = 7LL * 24 * 3600 * 1000; ///< retry.base_ms and retry.cap_ms
+};
+
+/// The callback of a task: what the payload holds.
+struct callback_spec {
+    std::string url;
+    std::string method = "POST";
+    std::optional<boost::json::object> headers;
+    std::optional<std::string> body;
+    std::optional<std::int64_t> timeout_ms;
+};
+
+/// A result reported by POST /v1/tasks/{id}/result for an attempt that answered 202.
+struct result_report {
+    std::uint32_t attempt = 0; ///< the attempt it reports on (the callback's attempt header)
+    dq::outcome outcome;
+};
+
+/// Parses the body of POST /v1/tasks. @throws invalid_field
+dq::task parse_submit(std::string_view body, const validation_limits& limits);
+
+/// Parses the body of PATCH /v1/tasks/{id}: exactly one of due_at and delay_ms.
+/// @throws invalid_field
+dq::due_time parse_reschedule(std::string_view body);
+
+/// Parses the body of POST /v1/dead/{id}/retry: empty, {}, or one of due_at and delay_ms
+/// (now when neither). @throws invalid_field
+dq::due_time parse_requeue(std::string_view body);
+
+/// Parses the body of POST /v1/tasks/{id}/result. @throws invalid_field
+result_report parse_result(std::string_view body);
+
+/// Checks a task id (from a body or a path). @throws invalid_field naming `field`
+void check_id(std::string_view id, const validation_limits& limits, std::string_view field = "id");
+
+/// Checks a callback object and returns it. @throws invalid_field ("callback.*")
+callback_spec parse_callback(const boost::json::value& v, const validation_limits& limits);
+
+/// The payload stored for a callback (see the top of this file).
+std::string serialize_callback(const callback_spec& c);
+
+/// An RFC 3339 time ("2026-11-26T01:02:03.456Z", offsets allowed), in milliseconds
+/// (further digits are cut). @throws std::invalid_argument saying what is wrong
+dq::time_point parse_rfc3339(std::string_view s);
+
+/// A time as RFC 3339 in UTC with milliseconds: "2026-11-26T01:02:03.456Z".
+std::string format_rfc3339(dq::time_point t);
+
+/// A task as GET /v1/tasks/{id} shows it.
+boost::json::object status_to_json(const dq::task_status& s);
+
+/// A page of dead letters as GET /v1/dead shows it.
+boost::json::object dead_page_to_json(const dq::dead_page& p);
+
+/// The body of an error answer: {"error": {"code": ..., "field": ..., "message": ...}}
+/// ("field" only when one is named).
+std::string error_body(std::string_view code, std::string_view message,
+                       std::string_view field = {});
+
+} // namespace timewheeld::api
+
+#endif // TIMEWHEELD_API_TASK_JSON_HPP

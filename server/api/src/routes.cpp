@@ -1,0 +1,536 @@
+//
+// server/api/src/routes.cpp
+//
+#include "routes.hpp"
+
+// GCC 12 at -O1 sees Asio's coroutine frames, allocated with aligned_alloc and released with
+// the frame's own operator delete (which calls free), as a mismatch: a false positive.
+#if defined(__GNUC__) && !defined(__clang__)
+#pragma GCC diagnostic ignored "-Wmismatched-new-delete"
+#endif
+
+#include <timewheeld/api/task_json.hpp>
+
+#include <timewheel/dq/error.hpp>
+
+#include <boost/asio/any_completion_handler.hpp>
+#include <boost/asio/as_tuple.hpp>
+#include <boost/asio/dispatch.hpp>
+#include <boost/asio/executor_work_guard.hpp>
+#include <boost/asio/this_coro.hpp>
+#include <boost/asio/use_awaitable.hpp>
+#include <boost/json/serialize.hpp>
+
+#include <charconv>
+#include <chrono>
+#include <optional>
+#include <vector>
+
+namespace timewheeld::api::detail {
+
+namespace net = boost::asio;
+namespace json = boost::json;
+namespace dq = timewheel::dq;
+
+namespace {
+
+constexpr auto use_tuple = net::as_tuple(net::use_awaitable);
+
+response json_response(http::status status, std::string body) {
+    response res(status, 11);
+    res.set(http::field::content_type, "application/json");
+    res.body() = std::move(body);
+    return res;
+}
+
+response json_response(http::status status, const json::object& o) {
+    return json_response(status, json::serialize(o));
+}
+
+// A failed store operation as an answer: the queue's own refusals keep their meaning (and
+// name their field), anything else means the store is unavailable.
+response store_error(const boost::system::error_code& ec, std::string_view due_field = "due_at") {
+    if (ec.category() == dq::error_category()) {
+        switch (static_cast<dq::error>(ec.value())) {
+        case dq::error::not_found:
+            return error_response(http::status::not_found, "not_found", "no such task");
+        case dq::error::wrong_state:
+            return error_response(http::status::conflict, "wrong_state",
+                                  "the task is not in a state that allows this");
+        case dq::error::empty_id:
+        case dq::error::id_too_long:
+        case dq::error::invalid_id:
+            return error_response(http::status::bad_request, "invalid_field", ec.message(), "id");
+        case dq::error::payload_too_large:
+            return error_response(http::status::bad_request, "invalid_field", ec.message(),
+                                  "callback");
+        case dq::error::due_out_of_range:
+            return error_response(http::status::bad_request, "invalid_field", ec.message(),
+                                  due_field);
+        case dq::error::zero_attempts:
+            return error_response(http::status::bad_request, "invalid_field", ec.message(),
+                                  "retry.attempts");
+        case dq::error::invalid_backoff:
+            return error_response(http::status::bad_request, "invalid_field", ec.message(),
+                                  "retry");
+        case dq::error::store_full:
+            return error_response(http::status::insufficient_storage, "store_full", ec.message());
+        default:
+            break;
+        }
+    }
+    return error_response(http::status::service_unavailable, "store_unavailable", ec.message());
+}
+
+response bad_field(const invalid_field& e) {
+    return error_response(http::status::bad_request, "invalid_field", e.message(), e.field());
+}
+
+int hex(char c) {
+    if (c >= '0' && c <= '9') {
+        return c - '0';
+    }
+    if (c >= 'a' && c <= 'f') {
+        return c - 'a' + 10;
+    }
+    if (c >= 'A' && c <= 'F') {
+        return c - 'A' + 10;
+    }
+    return -1;
+}
+
+// Percent-decoding of a path segment or a query value ("+" is a space in a query only).
+std::optional<std::string> decode(std::string_view s, bool query) {
+    std::string out;
+    out.reserve(s.size());
+    for (std::size_t i = 0; i < s.size(); ++i) {
+        if (s[i] == '%') {
+            if (i + 2 >= s.size()) {
+                return std::nullopt;
+            }
+            const int hi = hex(s[i + 1]);
+            const int lo = hex(s[i + 2]);
+            if (hi < 0 || lo < 0) {
+                return std::nullopt;
+            }
+            out += static_cast<char>(hi * 16 + lo);
+            i += 2;
+        } else if (query && s[i] == '+') {
+            out += ' ';
+        } else {
+            out += s[i];
+        }
+    }
+    return out;
+}
+
+std::vector<std::string_view> split_path(std::string_view path) {
+    std::vector<std::string_view> parts;
+    while (!path.empty()) {
+        path.remove_prefix(1); // the '/'
+        const auto end = path.find('/');
+        parts.push_back(path.substr(0, end));
+        path = end == std::string_view::npos ? std::string_view() : path.substr(end);
+    }
+    return parts;
+}
+
+std::optional<std::string_view> query_param(std::string_view query, std::string_view name) {
+    while (!query.empty()) {
+        const auto amp = query.find('&');
+        const auto pair = query.substr(0, amp);
+        const auto eq = pair.find('=');
+        if (pair.substr(0, eq) == name) {
+            return eq == std::string_view::npos ? std::string_view() : pair.substr(eq + 1);
+        }
+        query = amp == std::string_view::npos ? std::string_view() : query.substr(amp + 1);
+    }
+    return std::nullopt;
+}
+
+// Times one store operation into the store round-trip histogram.
+class timed {
+public:
+    timed(api_context& ctx, std::string_view op)
+        : hist_(ctx.metrics.store_round_trip(op))
+        , start_(std::chrono::steady_clock::now()) {}
+    ~timed() { hist_.observe(std::chrono::steady_clock::now() - start_); }
+    timed(const timed&) = delete;
+    timed& operator=(const timed&) = delete;
+
+private:
+    histogram& hist_;
+    std::chrono::steady_clock::time_point start_;
+};
+
+// The task as JSON after an operation: its status (one more round trip, so that the answer
+// shows what the store holds, not what was asked).
+net::awaitable<response> task_answer(api_context& ctx, std::string id, http::status status) {
+    timed t(ctx, "status");
+    auto [ec, st] = co_await ctx.queue.async_status(std::move(id), use_tuple);
+    if (ec) {
+        co_return store_error(ec);
+    }
+    co_return json_response(status, status_to_json(st));
+}
+
+net::awaitable<response> submit(api_context& ctx, const request& req) {
+    dq::task task;
+    try {
+        task = parse_submit(req.body(), ctx.cfg.validation);
+    } catch (const invalid_field& e) {
+        co_return bad_field(e);
+    }
+    const bool relative = std::holds_alternative<dq::duration>(task.due);
+    dq::submit_result result{};
+    std::string id;
+    {
+        timed t(ctx, "submit");
+        auto [ec, r, i] = co_await ctx.queue.async_submit(std::move(task), use_tuple);
+        if (ec) {
+            co_return store_error(ec, relative ? "delay_ms" : "due_at");
+        }
+        result = r;
+        id = std::move(i);
+    }
+    const bool created = result == dq::submit_result::created;
+    if (created) {
+        ctx.metrics.submitted.inc();
+    }
+    auto res = co_await task_answer(ctx, id, created ? http::status::created : http::status::ok);
+    if (res.result() == http::status::created || res.result() == http::status::ok) {
+        res.set(http::field::location, "/v1/tasks/" + id);
+    }
+    co_return res;
+}
+
+net::awaitable<response> cancel(api_context& ctx, std::string id) {
+    dq::cancel_result r{};
+    {
+        timed t(ctx, "cancel");
+        auto [ec, result] = co_await ctx.queue.async_cancel(id, use_tuple);
+        if (ec) {
+            co_return store_error(ec);
+        }
+        r = result;
+    }
+    switch (r) {
+    case dq::cancel_result::cancelled:
+        ctx.metrics.cancelled.inc();
+        co_return json_response(http::status::ok, json::object{{"id", id}, {"state", "cancelled"}});
+    case dq::cancel_result::not_found:
+        co_return error_response(http::status::not_found, "not_found", "no such task");
+    case dq::cancel_result::too_late:
+        break;
+    }
+    co_return error_response(http::status::conflict, "too_late",
+                             "the task is running, finished, dead or already cancelled");
+}
+
+net::awaitable<response> reschedule(api_context& ctx, std::string id, const request& req) {
+    dq::due_time due;
+    try {
+        due = parse_reschedule(req.body());
+    } catch (const invalid_field& e) {
+        co_return bad_field(e);
+    }
+    {
+        timed t(ctx, "reschedule");
+        auto [ec] = co_await ctx.queue.async_reschedule(id, due, use_tuple);
+        if (ec) {
+            co_return store_error(ec, std::holds_alternative<dq::duration>(due) ? "delay_ms"
+                                                                                : "due_at");
+        }
+    }
+    co_return co_await task_answer(ctx, std::move(id), http::status::ok);
+}
+
+net::awaitable<response> list_dead(api_context& ctx, std::string_view query) {
+    std::string cursor;
+    std::size_t limit = 100;
+    if (auto c = query_param(query, "cursor")) {
+        auto d = decode(*c, true);
+        if (!d) {
+            co_return error_response(http::status::bad_request, "invalid_field",
+                                     "malformed percent-encoding", "cursor");
+        }
+        cursor = std::move(*d);
+    }
+    if (auto l = query_param(query, "limit")) {
+        std::size_t n = 0;
+        auto [end, ec] = std::from_chars(l->data(), l->data() + l->size(), n);
+        if (l->empty() || ec != std::errc() || end != l->data() + l->size() || n < 1 || n > 1000) {
+            co_return error_response(http::status::bad_request, "invalid_field",
+                                     "must be an integer in [1, 1000]", "limit");
+        }
+        limit = n;
+    }
+    timed t(ctx, "list_dead");
+    auto [ec, page] = co_await ctx.queue.async_list_dead(std::move(cursor), limit, use_tuple);
+    if (ec) {
+        if (ec == dq::error::invalid_argument) {
+            co_return error_response(http::status::bad_request, "invalid_field", ec.message(),
+                                     "cursor");
+        }
+        co_return store_error(ec);
+    }
+    co_return json_response(http::status::ok, dead_page_to_json(page));
+}
+
+net::awaitable<response> retry_dead(api_context& ctx, std::string id, const request& req) {
+    dq::due_time due;
+    try {
+        due = parse_requeue(req.body());
+    } catch (const invalid_field& e) {
+        co_return bad_field(e);
+    }
+    {
+        timed t(ctx, "requeue_dead");
+        auto [ec] = co_await ctx.queue.async_requeue_dead(id, due, use_tuple);
+        if (ec == dq::error::not_found) {
+            co_return error_response(http::status::not_found, "not_found", "no such dead letter");
+        }
+        if (ec) {
+            co_return store_error(ec);
+        }
+    }
+    co_return co_await task_answer(ctx, std::move(id), http::status::ok);
+}
+
+net::awaitable<response> delete_dead(api_context& ctx, std::string id) {
+    timed t(ctx, "delete_dead");
+    auto [ec] = co_await ctx.queue.async_delete_dead(id, use_tuple);
+    if (ec == dq::error::not_found) {
+        co_return error_response(http::status::not_found, "not_found", "no such dead letter");
+    }
+    if (ec) {
+        co_return store_error(ec);
+    }
+    co_return json_response(http::status::ok, json::object{{"id", id}, {"deleted", true}});
+}
+
+net::awaitable<response> report_result(api_context& ctx, std::string id, const request& req) {
+    result_report report;
+    try {
+        report = parse_result(req.body());
+    } catch (const invalid_field& e) {
+        co_return bad_field(e);
+    }
+    if (!ctx.sink) {
+        co_return error_response(http::status::not_found, "no_pending_attempt",
+                                 "no attempt of this task waits for a result on this node");
+    }
+    // The sink may answer on any thread: come back to this one.
+    const deliver_result r =
+        co_await net::async_initiate<decltype(net::use_awaitable), void(deliver_result)>(
+            [&](auto handler) {
+                auto work = net::make_work_guard(net::get_associated_executor(handler));
+                ctx.sink->deliver(
+                    id, report.attempt, report.outcome,
+                    [h = std::move(handler), w = std::move(work)](deliver_result result) mutable {
+                        auto ex = w.get_executor();
+                        net::dispatch(
+                            ex, [h = std::move(h), result]() mutable { std::move(h)(result); });
+                    });
+            },
+            net::use_awaitable);
+    switch (r) {
+    case deliver_result::accepted:
+        co_return json_response(
+            http::status::ok,
+            json::object{{"id", id}, {"attempt", report.attempt}, {"accepted", true}});
+    case deliver_result::wrong_attempt:
+        co_return error_response(http::status::conflict, "wrong_attempt",
+                                 "another attempt of this task waits for a result");
+    case deliver_result::not_pending:
+        break;
+    }
+    co_return error_response(http::status::not_found, "no_pending_attempt",
+                             "no attempt of this task waits for a result on this node");
+}
+
+net::awaitable<response> ready(api_context& ctx) {
+    timed t(ctx, "now");
+    auto [ec, now] = co_await net::async_initiate<decltype(use_tuple),
+                                                  void(boost::system::error_code, dq::time_point)>(
+        [&](auto handler) {
+            ctx.queue.get_store().now(
+                dq::store::handler<void(boost::system::error_code, dq::time_point)>(
+                    std::move(handler)));
+        },
+        use_tuple);
+    if (ec) {
+        co_return error_response(http::status::service_unavailable, "store_unavailable",
+                                 ec.message());
+    }
+    co_return json_response(http::status::ok,
+                            json::object{{"status", "ready"}, {"store_time", format_rfc3339(now)}});
+}
+
+response method_not_allowed(std::string_view allow) {
+    auto res = error_response(http::status::method_not_allowed, "method_not_allowed",
+                              "allowed: " + std::string(allow));
+    res.set(http::field::allow, allow);
+    return res;
+}
+
+bool needs_token(std::string_view path) {
+    return path == "/metrics" || path == "/v1" || path.starts_with("/v1/");
+}
+
+} // namespace
+
+response error_response(http::status status, std::string_view code, std::string_view message,
+                        std::string_view field) {
+    return json_response(status, error_body(code, message, field));
+}
+
+bool constant_time_equal(std::string_view given, std::string_view expected) noexcept {
+    unsigned char diff = given.size() == expected.size() ? 0 : 1;
+    if (expected.empty()) {
+        return given.empty();
+    }
+    for (std::size_t i = 0; i < given.size(); ++i) {
+        diff |= static_cast<unsigned char>(given[i] ^ expected[i % expected.size()]);
+    }
+    return diff == 0;
+}
+
+net::awaitable<routed> handle(api_context& ctx, const request& req) {
+    const std::string_view target = req.target();
+    const auto qmark = target.find('?');
+    const std::string_view path = target.substr(0, qmark);
+    const std::string_view query =
+        qmark == std::string_view::npos ? std::string_view() : target.substr(qmark + 1);
+    const auto method = req.method();
+
+    if (!ctx.cfg.token.empty() && needs_token(path)) {
+        const std::string_view auth = req[http::field::authorization];
+        constexpr std::string_view scheme = "Bearer ";
+        if (!auth.starts_with(scheme) ||
+            !constant_time_equal(auth.substr(scheme.size()), ctx.cfg.token)) {
+            auto res = error_response(http::status::unauthorized, "unauthorized",
+                                      "a valid bearer token is required");
+            res.set(http::field::www_authenticate, "Bearer");
+            co_return routed{std::move(res), "unauthorized"};
+        }
+    }
+
+    if (path == "/healthz") {
+        if (method != http::verb::get && method != http::verb::head) {
+            co_return routed{method_not_allowed("GET"), "/healthz"};
+        }
+        co_return routed{json_response(http::status::ok, json::object{{"status", "ok"}}),
+                         "GET /healthz"};
+    }
+    if (path == "/readyz") {
+        if (method != http::verb::get && method != http::verb::head) {
+            co_return routed{method_not_allowed("GET"), "/readyz"};
+        }
+        {
+            auto res = co_await ready(ctx);
+            co_return routed{std::move(res), "GET /readyz"};
+        }
+    }
+    if (path == "/metrics") {
+        if (method != http::verb::get) {
+            co_return routed{method_not_allowed("GET"), "/metrics"};
+        }
+        response res(http::status::ok, 11);
+        res.set(http::field::content_type, "text/plain; version=0.0.4; charset=utf-8");
+        res.body() = ctx.metrics.registry.render();
+        co_return routed{std::move(res), "GET /metrics"};
+    }
+
+    const auto parts = split_path(path);
+    if (parts.size() < 2 || parts[0] != "v1") {
+        co_return routed{error_response(http::status::not_found, "no_route", "no such endpoint"),
+                         "unknown"};
+    }
+    std::string id;
+    if (parts.size() >= 3) {
+        auto d = decode(parts[2], false);
+        if (!d) {
+            co_return routed{error_response(http::status::bad_request, "invalid_field",
+                                            "malformed percent-encoding", "id"),
+                             "invalid id"};
+        }
+        try {
+            check_id(*d, ctx.cfg.validation);
+        } catch (const invalid_field& e) {
+            co_return routed{bad_field(e), "invalid id"};
+        }
+        id = std::move(*d);
+    }
+
+    if (parts[1] == "tasks") {
+        if (parts.size() == 2) {
+            if (method != http::verb::post) {
+                co_return routed{method_not_allowed("POST"), "/v1/tasks"};
+            }
+            {
+                auto res = co_await submit(ctx, req);
+                co_return routed{std::move(res), "POST /v1/tasks"};
+            }
+        }
+        if (parts.size() == 3) {
+            switch (method) {
+            case http::verb::get: {
+                auto res = co_await task_answer(ctx, std::move(id), http::status::ok);
+                co_return routed{std::move(res), "GET /v1/tasks/{id}"};
+            }
+            case http::verb::delete_: {
+                auto res = co_await cancel(ctx, std::move(id));
+                co_return routed{std::move(res), "DELETE /v1/tasks/{id}"};
+            }
+            case http::verb::patch: {
+                auto res = co_await reschedule(ctx, std::move(id), req);
+                co_return routed{std::move(res), "PATCH /v1/tasks/{id}"};
+            }
+            default:
+                co_return routed{method_not_allowed("GET, PATCH, DELETE"), "/v1/tasks/{id}"};
+            }
+        }
+        if (parts.size() == 4 && parts[3] == "result") {
+            if (method != http::verb::post) {
+                co_return routed{method_not_allowed("POST"), "/v1/tasks/{id}/result"};
+            }
+            {
+                auto res = co_await report_result(ctx, std::move(id), req);
+                co_return routed{std::move(res), "POST /v1/tasks/{id}/result"};
+            }
+        }
+    } else if (parts[1] == "dead") {
+        if (parts.size() == 2) {
+            if (method != http::verb::get) {
+                co_return routed{method_not_allowed("GET"), "/v1/dead"};
+            }
+            {
+                auto res = co_await list_dead(ctx, query);
+                co_return routed{std::move(res), "GET /v1/dead"};
+            }
+        }
+        if (parts.size() == 3) {
+            if (method != http::verb::delete_) {
+                co_return routed{method_not_allowed("DELETE"), "/v1/dead/{id}"};
+            }
+            {
+                auto res = co_await delete_dead(ctx, std::move(id));
+                co_return routed{std::move(res), "DELETE /v1/dead/{id}"};
+            }
+        }
+        if (parts.size() == 4 && parts[3] == "retry") {
+            if (method != http::verb::post) {
+                co_return routed{method_not_allowed("POST"), "/v1/dead/{id}/retry"};
+            }
+            {
+                auto res = co_await retry_dead(ctx, std::move(id), req);
+                co_return routed{std::move(res), "POST /v1/dead/{id}/retry"};
+            }
+        }
+    }
+    co_return routed{error_response(http::status::not_found, "no_route", "no such endpoint"),
+                     "unknown"};
+}
+
+} // namespace timewheeld::api::detail

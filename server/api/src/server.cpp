@@ -1,0 +1,427 @@
+//
+// server/api/src/server.cpp
+//
+// The HTTP side of the API: accepting, reading requests within the limits, answering, and
+// shutting down gracefully. One io_context per thread ("shard"), each with its own store
+// connection; every connection lives on one shard, so nothing of a shard needs a lock.
+//
+#include <timewheeld/api/server.hpp>
+#include <timewheeld/api/store.hpp>
+
+// GCC 12 at -O1 sees Asio's coroutine frames, allocated with aligned_alloc and released with
+// the frame's own operator delete (which calls free), as a mismatch: a false positive.
+#if defined(__GNUC__) && !defined(__clang__)
+#pragma GCC diagnostic ignored "-Wmismatched-new-delete"
+#endif
+
+#include "routes.hpp"
+
+#include <boost/asio/as_tuple.hpp>
+#include <boost/asio/co_spawn.hpp>
+#include <boost/asio/detached.hpp>
+#include <boost/asio/executor_work_guard.hpp>
+#include <boost/asio/io_context.hpp>
+#include <boost/asio/ip/tcp.hpp>
+#include <boost/asio/post.hpp>
+#include <boost/asio/signal_set.hpp>
+#include <boost/asio/steady_timer.hpp>
+#include <boost/asio/use_awaitable.hpp>
+#include <boost/beast/core/flat_buffer.hpp>
+#include <boost/beast/core/tcp_stream.hpp>
+#include <boost/beast/http/empty_body.hpp>
+#include <boost/beast/http/error.hpp>
+#include <boost/beast/http/read.hpp>
+#include <boost/beast/http/write.hpp>
+
+#include <atomic>
+#include <csignal>
+#include <fstream>
+#include <optional>
+#include <set>
+#include <thread>
+#include <vector>
+
+namespace timewheeld::api {
+
+namespace detail {
+
+namespace net = boost::asio;
+namespace beast = boost::beast;
+using tcp = net::ip::tcp;
+
+namespace {
+constexpr auto use_tuple = net::as_tuple(net::use_awaitable);
+
+bool iequals(std::string_view a, std::string_view b) {
+    return a.size() == b.size() && std::equal(a.begin(), a.end(), b.begin(), [](char x, char y) {
+               return std::tolower(static_cast<unsigned char>(x)) ==
+                      std::tolower(static_cast<unsigned char>(y));
+           });
+}
+} // namespace
+
+class server_impl {
+public:
+    // A connection as the shutdown sees it: idle ones are closed, busy ones finish.
+    struct connection {
+        beast::tcp_stream* stream;
+        bool idle = true;
+    };
+
+    struct shard {
+        net::io_context io{1};
+        std::optional<net::executor_work_guard<net::io_context::executor_type>> work;
+        store_handle store;
+        std::unique_ptr<timewheel::dq::queue> queue;
+        std::unique_ptr<api_context> ctx;
+        std::set<connection*> connections;
+        bool stopping = false;
+        bool finished = false;
+    };
+
+    server_impl(const settings& s, metrics_registry& m, logger& l)
+        : cfg_(s)
+        , metrics_(m)
+        , log_(l) {
+        for (std::size_t i = 0; i < cfg_.threads; ++i) {
+            auto sh = std::make_unique<shard>();
+            sh->work.emplace(sh->io.get_executor());
+            sh->store = make_store(
+                cfg_.store, sh->io.get_executor(),
+                {.operation_timeout = cfg_.store_timeout, .client_name = "timewheeld-api"});
+            sh->queue = std::make_unique<timewheel::dq::queue>(*sh->store.store);
+            sh->ctx = std::make_unique<api_context>(
+                api_context{*sh->queue, metrics_, cfg_, nullptr, log_});
+            shards_.push_back(std::move(sh));
+        }
+        acceptor_.emplace(shards_[0]->io);
+        const tcp::endpoint ep(net::ip::make_address(cfg_.bind), cfg_.port);
+        acceptor_->open(ep.protocol());
+        acceptor_->set_option(tcp::acceptor::reuse_address(true));
+        acceptor_->bind(ep);
+        acceptor_->listen(net::socket_base::max_listen_connections);
+        port_ = acceptor_->local_endpoint().port();
+        shutdown_timer_.emplace(shards_[0]->io);
+    }
+
+    std::uint16_t port() const noexcept { return port_; }
+
+    void set_result_sink(result_sink* sink) noexcept {
+        for (auto& sh : shards_) {
+            sh->ctx->sink = sink;
+        }
+    }
+
+    void run(bool handle_signals) {
+        auto& io0 = shards_[0]->io;
+        if (handle_signals) {
+            signals_.emplace(io0, SIGTERM, SIGINT);
+            signals_->async_wait([this](boost::system::error_code ec, int sig) {
+                if (!ec) {
+                    log_.info("signal", {{"signal", sig == SIGTERM ? "SIGTERM" : "SIGINT"}});
+                    begin_stop();
+                }
+            });
+        }
+        if (!cfg_.port_file.empty()) {
+            // Written whole under another name, then renamed: a reader never sees half.
+            const std::string tmp = cfg_.port_file + ".tmp";
+            std::ofstream(tmp) << port_ << '\n';
+            std::rename(tmp.c_str(), cfg_.port_file.c_str());
+        }
+        log_.info("listening", {{"address", cfg_.bind},
+                                {"port", port_},
+                                {"threads", cfg_.threads},
+                                {"store", redact(cfg_.store)},
+                                {"auth", cfg_.token.empty() ? "none" : "bearer"}});
+        accept();
+        std::vector<std::thread> threads;
+        for (std::size_t i = 1; i < shards_.size(); ++i) {
+            threads.emplace_back([this, i] { shards_[i]->io.run(); });
+        }
+        io0.run();
+        for (auto& t : threads) {
+            t.join();
+        }
+        log_.info("stopped", {{"port", port_}});
+    }
+
+    // From any thread.
+    void stop() {
+        net::post(shards_[0]->io, [this] { begin_stop(); });
+    }
+
+private:
+    static std::string redact(const std::string& url) {
+        const auto scheme = url.find("://");
+        const auto at = url.rfind('@');
+        if (scheme == std::string::npos || at == std::string::npos || at < scheme) {
+            return url;
+        }
+        return url.substr(0, scheme + 3) + "***" + url.substr(at);
+    }
+
+    void accept() {
+        auto& target = *shards_[next_++ % shards_.size()];
+        acceptor_->async_accept(
+            target.io, [this, &target](boost::system::error_code ec, tcp::socket socket) {
+                if (ec == net::error::operation_aborted || !acceptor_->is_open()) {
+                    return;
+                }
+                if (!ec) {
+                    net::co_spawn(target.io, session(target, std::move(socket)), net::detached);
+                } else {
+                    log_.warn("accept_failed", {{"error", ec.message()}});
+                }
+                accept();
+            });
+    }
+
+    // On shard 0.
+    void begin_stop() {
+        if (stopping_) {
+            return;
+        }
+        stopping_ = true;
+        log_.info("stopping", {{"timeout_ms", cfg_.shutdown_timeout.count()}});
+        boost::system::error_code ignored;
+        acceptor_->close(ignored);
+        if (signals_) {
+            signals_->cancel(ignored);
+        }
+        shutdown_timer_->expires_after(cfg_.shutdown_timeout);
+        shutdown_timer_->async_wait([this](boost::system::error_code ec) {
+            if (!ec) {
+                log_.warn("shutdown_timeout", {{"timeout_ms", cfg_.shutdown_timeout.count()}});
+                for (auto& sh : shards_) {
+                    sh->io.stop();
+                }
+            }
+        });
+        for (auto& sh : shards_) {
+            net::post(sh->io, [this, s = sh.get()] {
+                s->stopping = true;
+                for (auto* c : s->connections) {
+                    if (c->idle) {
+                        c->stream->socket().close();
+                    }
+                }
+                maybe_finish(*s);
+            });
+        }
+    }
+
+    // On the shard's thread: once stopping and without connections, it closes its store
+    // and lets its io_context run out.
+    void maybe_finish(shard& s) {
+        if (!s.stopping || s.finished || !s.connections.empty()) {
+            return;
+        }
+        s.finished = true;
+        s.store.close();
+        s.work.reset();
+        if (++finished_ == shards_.size()) {
+            net::post(shards_[0]->io, [this] { shutdown_timer_->cancel(); });
+        }
+    }
+
+    net::awaitable<void> write(beast::tcp_stream& stream, response& res, bool keep_alive,
+                               std::string_view route) {
+        res.keep_alive(keep_alive);
+        res.set(http::field::server, "timewheeld");
+        res.prepare_payload();
+        metrics_.request(route, res.result_int());
+        co_await http::async_write(stream, res, use_tuple);
+    }
+
+    // After an answer that ends the connection early (a limit): shut down sending, then read
+    // and drop what the client still sends for a moment, so that it reads the answer
+    // instead of a reset.
+    net::awaitable<void> linger_close(beast::tcp_stream& stream) {
+        boost::system::error_code ec;
+        stream.socket().shutdown(tcp::socket::shutdown_send, ec);
+        stream.expires_after(std::chrono::seconds(2));
+        std::vector<char> sink(64 * 1024);
+        std::size_t total = 0;
+        while (total < 16 * 1024 * 1024) {
+            auto [rec, n] = co_await stream.async_read_some(net::buffer(sink), use_tuple);
+            if (rec) {
+                break;
+            }
+            total += n;
+        }
+        stream.socket().close(ec);
+    }
+
+    net::awaitable<void> session(shard& sh, tcp::socket socket) {
+        beast::tcp_stream stream(std::move(socket));
+        connection conn{&stream};
+        sh.connections.insert(&conn);
+        struct leave {
+            server_impl* self;
+            shard& sh;
+            connection* conn;
+            ~leave() {
+                sh.connections.erase(conn);
+                self->maybe_finish(sh);
+            }
+        } on_leave{this, sh, &conn};
+        if (sh.stopping) {
+            co_return;
+        }
+
+        beast::flat_buffer buffer;
+        for (;;) {
+            http::request_parser<http::string_body> parser;
+            // The request line is in Beast's header limit: the URL gets its own room, and
+            // its own answer (414) below.
+            parser.header_limit(
+                static_cast<std::uint32_t>(cfg_.max_header_bytes + 2 * cfg_.max_url_bytes + 64));
+            parser.body_limit(cfg_.max_body_bytes);
+            conn.idle = buffer.size() == 0;
+            stream.expires_after(cfg_.idle_timeout);
+            auto [ec, n] = co_await http::async_read_header(stream, buffer, parser, use_tuple);
+            conn.idle = false;
+            stream.expires_after(cfg_.request_timeout);
+            if (ec == http::error::header_limit) {
+                // Too long a request line, or too many header bytes. Beast parses the
+                // request line on its own first: without a target, the line was the problem.
+                const auto target = parser.get().target();
+                const bool url = target.empty() || target.size() > cfg_.max_url_bytes;
+                auto res = url ? error_response(http::status::uri_too_long, "uri_too_long",
+                                                "the request target is too long")
+                               : error_response(http::status::request_header_fields_too_large,
+                                                "headers_too_large", "the header is too large");
+                co_await write(stream, res, false, "rejected");
+                co_await linger_close(stream);
+                co_return;
+            }
+            if (ec == http::error::body_limit) {
+                auto res = error_response(http::status::payload_too_large, "body_too_large",
+                                          "the body is larger than " +
+                                              std::to_string(cfg_.max_body_bytes) + " bytes");
+                co_await write(stream, res, false, "rejected");
+                co_await linger_close(stream);
+                co_return;
+            }
+            if (ec && ec.category() == make_error_code(http::error::end_of_stream).category() &&
+                ec != http::error::end_of_stream) {
+                auto res = error_response(http::status::bad_request, "bad_request",
+                                          "malformed HTTP request: " + ec.message());
+                co_await write(stream, res, false, "rejected");
+                co_await linger_close(stream);
+                co_return;
+            }
+            if (ec) {
+                break; // closed, idle too long, or closed by the shutdown
+            }
+            const auto& req = parser.get();
+            std::optional<response> refused;
+            if (req.target().size() > cfg_.max_url_bytes) {
+                refused = error_response(http::status::uri_too_long, "uri_too_long",
+                                         "the request target is longer than " +
+                                             std::to_string(cfg_.max_url_bytes) + " bytes");
+            } else if (static_cast<std::size_t>(std::distance(req.begin(), req.end())) >
+                       cfg_.max_header_count) {
+                refused = error_response(
+                    http::status::request_header_fields_too_large, "too_many_headers",
+                    "more than " + std::to_string(cfg_.max_header_count) + " header fields");
+            } else if (n > cfg_.max_header_bytes + req.target().size() + 32) {
+                refused = error_response(http::status::request_header_fields_too_large,
+                                         "headers_too_large", "the header is too large");
+            }
+            if (refused) {
+                co_await write(stream, *refused, false, "rejected");
+                co_await linger_close(stream);
+                co_return;
+            }
+            if (iequals(req[http::field::expect], "100-continue") && !parser.is_done()) {
+                http::response<http::empty_body> cont(http::status::continue_, req.version());
+                auto [wec, wn] = co_await http::async_write(stream, cont, use_tuple);
+                if (wec) {
+                    break;
+                }
+            }
+            if (!parser.is_done()) {
+                auto [rec, rn] = co_await http::async_read(stream, buffer, parser, use_tuple);
+                if (rec == http::error::body_limit) {
+                    auto res = error_response(http::status::payload_too_large, "body_too_large",
+                                              "the body is larger than " +
+                                                  std::to_string(cfg_.max_body_bytes) + " bytes");
+                    co_await write(stream, res, false, "rejected");
+                    co_await linger_close(stream);
+                    co_return;
+                }
+                if (rec) {
+                    break;
+                }
+            }
+            const auto started = std::chrono::steady_clock::now();
+            routed r{response(http::status::internal_server_error, 11), "error"};
+            try {
+                r = co_await handle(*sh.ctx, req);
+            } catch (const std::exception& e) {
+                log_.error("handler_failed",
+                           {{"target", std::string_view(req.target())}, {"error", e.what()}});
+                r = {error_response(http::status::internal_server_error, "internal",
+                                    "internal error"),
+                     "error"};
+            }
+            r.res.version(req.version());
+            const bool keep = req.keep_alive() && !sh.stopping;
+            if (req.method() == http::verb::head) {
+                r.res.body().clear();
+            }
+            log_.debug("request", {{"method", std::string_view(req.method_string())},
+                                   {"target", std::string_view(req.target())},
+                                   {"status", r.res.result_int()},
+                                   {"us", std::chrono::duration_cast<std::chrono::microseconds>(
+                                              std::chrono::steady_clock::now() - started)
+                                              .count()}});
+            co_await write(stream, r.res, keep, r.route);
+            if (!keep) {
+                break;
+            }
+        }
+        boost::system::error_code ignored;
+        stream.socket().shutdown(tcp::socket::shutdown_send, ignored);
+        stream.socket().close(ignored);
+    }
+
+    settings cfg_;
+    service_metrics metrics_;
+    logger& log_;
+    std::vector<std::unique_ptr<shard>> shards_;
+    std::optional<tcp::acceptor> acceptor_;
+    std::optional<net::signal_set> signals_;
+    std::optional<net::steady_timer> shutdown_timer_;
+    std::uint16_t port_ = 0;
+    std::size_t next_ = 0;
+    bool stopping_ = false;
+    std::atomic<std::size_t> finished_{0};
+};
+
+} // namespace detail
+
+server::server(const settings& s, metrics_registry& metrics, logger& log)
+    : impl_(std::make_unique<detail::server_impl>(s, metrics, log)) {}
+
+server::~server() = default;
+
+std::uint16_t server::port() const noexcept {
+    return impl_->port();
+}
+
+void server::set_result_sink(result_sink* sink) noexcept {
+    impl_->set_result_sink(sink);
+}
+
+void server::run(bool handle_signals) {
+    impl_->run(handle_signals);
+}
+
+void server::stop() {
+    impl_->stop();
+}
+
+} // namespace timewheeld::api

@@ -1,0 +1,188 @@
+//
+// server/api/src/settings.cpp
+//
+#include <timewheeld/api/settings.hpp>
+
+#include <cctype>
+#include <charconv>
+#include <cstdlib>
+#include <stdexcept>
+#include <vector>
+
+namespace timewheeld::api {
+
+namespace {
+
+struct option {
+    std::string_view flag; // without "--"
+    std::string_view value_name;
+    std::string_view help;
+    std::function<void(settings&, std::string_view)> set;
+};
+
+std::int64_t integer(std::string_view name, std::string_view v, std::int64_t min,
+                     std::int64_t max) {
+    std::int64_t n = 0;
+    auto [end, ec] = std::from_chars(v.data(), v.data() + v.size(), n);
+    if (v.empty() || ec != std::errc() || end != v.data() + v.size()) {
+        throw std::invalid_argument(std::string(name) + ": not an integer: '" + std::string(v) +
+                                    "'");
+    }
+    if (n < min || n > max) {
+        throw std::invalid_argument(std::string(name) + ": must be in [" + std::to_string(min) +
+                                    ", " + std::to_string(max) + "]");
+    }
+    return n;
+}
+
+template <typename T>
+std::function<void(settings&, std::string_view)> number(T settings::*member, std::int64_t min,
+                                                        std::int64_t max, std::string_view name) {
+    return [=](settings& s, std::string_view v) {
+        s.*member = static_cast<T>(integer(name, v, min, max));
+    };
+}
+
+std::function<void(settings&, std::string_view)> millis(std::chrono::milliseconds settings::*member,
+                                                        std::string_view name) {
+    return [=](settings& s, std::string_view v) {
+        s.*member = std::chrono::milliseconds(integer(name, v, 1, 24LL * 3600 * 1000));
+    };
+}
+
+const std::vector<option>& options() {
+    static const std::vector<option> table = {
+        {"bind", "ADDR", "address to listen on (default 127.0.0.1; 0.0.0.0 exposes the API)",
+         [](settings& s, std::string_view v) { s.bind = v; }},
+        {"port", "N", "port to listen on, 0 for any free one (default 8080)",
+         number(&settings::port, 0, 65535, "--port")},
+        {"port-file", "PATH", "write the bound port to PATH once listening",
+         [](settings& s, std::string_view v) { s.port_file = v; }},
+        {"store", "URL",
+         "where tasks live: redis://[user:password@]host[:port][/queue] "
+         "(default redis://127.0.0.1:6379/timewheeld)",
+         [](settings& s, std::string_view v) { s.store = v; }},
+        {"token", "SECRET",
+         "require 'Authorization: Bearer SECRET' on /v1/* and /metrics (prefer the variable: "
+         "a flag shows in ps)",
+         [](settings& s, std::string_view v) { s.token = v; }},
+        {"threads", "N", "threads, each with its own io_context and store connection (default 1)",
+         number(&settings::threads, 1, 256, "--threads")},
+        {"max-body-bytes", "N", "largest request body, 413 beyond (default 1048576)",
+         number(&settings::max_body_bytes, 0, 64LL * 1024 * 1024, "--max-body-bytes")},
+        {"max-header-count", "N", "most header fields in a request, 431 beyond (default 64)",
+         number(&settings::max_header_count, 1, 10000, "--max-header-count")},
+        {"max-header-bytes", "N", "largest header block, 431 beyond (default 16384)",
+         number(&settings::max_header_bytes, 256, 1024 * 1024, "--max-header-bytes")},
+        {"max-url-bytes", "N", "longest request target, 414 beyond (default 4096)",
+         number(&settings::max_url_bytes, 16, 1024 * 1024, "--max-url-bytes")},
+        {"max-callback-url-bytes", "N", "longest callback.url (default 2048)",
+         [](settings& s, std::string_view v) {
+             s.validation.max_callback_url_bytes =
+                 static_cast<std::size_t>(integer("--max-callback-url-bytes", v, 16, 65536));
+         }},
+        {"max-callback-headers", "N", "most entries in callback.headers (default 32)",
+         [](settings& s, std::string_view v) {
+             s.validation.max_callback_headers =
+                 static_cast<std::size_t>(integer("--max-callback-headers", v, 0, 1000));
+         }},
+        {"idle-timeout-ms", "MS", "close keep-alive connections idle this long (default 60000)",
+         millis(&settings::idle_timeout, "--idle-timeout-ms")},
+        {"request-timeout-ms", "MS", "time to read a request and write its answer (default 30000)",
+         millis(&settings::request_timeout, "--request-timeout-ms")},
+        {"store-timeout-ms", "MS", "time for one store operation, 503 beyond (default 5000)",
+         millis(&settings::store_timeout, "--store-timeout-ms")},
+        {"shutdown-timeout-ms", "MS",
+         "after SIGTERM/SIGINT, wait this long for in-flight requests (default 10000)",
+         millis(&settings::shutdown_timeout, "--shutdown-timeout-ms")},
+        {"log-level", "LEVEL",
+         "error, warn, info (default: start and stop only) or debug (one line per request)",
+         [](settings& s, std::string_view v) {
+             if (v == "error") {
+                 s.log_level = log_level::error;
+             } else if (v == "warn") {
+                 s.log_level = log_level::warn;
+             } else if (v == "info") {
+                 s.log_level = log_level::info;
+             } else if (v == "debug") {
+                 s.log_level = log_level::debug;
+             } else {
+                 throw std::invalid_argument("--log-level: must be error, warn, info or debug");
+             }
+         }},
+    };
+    return table;
+}
+
+std::string env_name(std::string_view flag) {
+    std::string name = "TIMEWHEELD_";
+    for (char c : flag) {
+        name += c == '-' ? '_' : static_cast<char>(std::toupper(static_cast<unsigned char>(c)));
+    }
+    return name;
+}
+
+} // namespace
+
+parsed_settings parse_settings(int argc, const char* const* argv,
+                               const std::function<const char*(const char*)>& getenv) {
+    parsed_settings r;
+    for (const auto& o : options()) {
+        const std::string name = env_name(o.flag);
+        const char* v = getenv ? getenv(name.c_str()) : std::getenv(name.c_str());
+        if (v) {
+            try {
+                o.set(r.settings, v);
+            } catch (const std::invalid_argument& e) {
+                throw std::invalid_argument(name + " (" + e.what() + ")");
+            }
+        }
+    }
+    for (int i = 1; i < argc; ++i) {
+        std::string_view a = argv[i];
+        if (a == "--help" || a == "-h") {
+            r.help = true;
+            continue;
+        }
+        if (!a.starts_with("--")) {
+            throw std::invalid_argument("unexpected argument '" + std::string(a) + "'");
+        }
+        a.remove_prefix(2);
+        std::optional<std::string_view> value;
+        if (const auto eq = a.find('='); eq != std::string_view::npos) {
+            value = a.substr(eq + 1);
+            a = a.substr(0, eq);
+        }
+        const option* found = nullptr;
+        for (const auto& o : options()) {
+            if (o.flag == a) {
+                found = &o;
+            }
+        }
+        if (!found) {
+            throw std::invalid_argument("unknown flag --" + std::string(a) + " (see --help)");
+        }
+        if (!value) {
+            if (i + 1 >= argc) {
+                throw std::invalid_argument("--" + std::string(a) + " needs a value");
+            }
+            value = argv[++i];
+        }
+        found->set(r.settings, *value);
+    }
+    return r;
+}
+
+std::string help_text() {
+    std::string out = "usage: timewheeld [FLAGS]\n\n"
+                      "The delayed HTTP-callback service. Every flag may also be given as the\n"
+                      "environment variable shown; a flag wins over its variable.\n\n";
+    for (const auto& o : options()) {
+        std::string left = "  --" + std::string(o.flag) + " " + std::string(o.value_name);
+        out += left + "\n      " + std::string(o.help) + "\n      env " + env_name(o.flag) + "\n";
+    }
+    out += "  --help\n      this text\n";
+    return out;
+}
+
+} // namespace timewheeld::api

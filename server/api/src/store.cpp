@@ -1,0 +1,101 @@
+//
+// server/api/src/store.cpp
+//
+#include <timewheeld/api/store.hpp>
+
+#include <timewheel/dq/redis_store.hpp>
+
+#include <boost/asio/io_context.hpp>
+#include <boost/asio/ip/address.hpp>
+#include <boost/asio/ip/tcp.hpp>
+
+#include <charconv>
+#include <stdexcept>
+
+namespace timewheeld::api {
+
+namespace {
+
+// The Redis client connects to an address literal; a name is resolved once, at start.
+std::string resolve(const std::string& host) {
+    boost::system::error_code ec;
+    boost::asio::ip::make_address(host, ec);
+    if (!ec) {
+        return host;
+    }
+    boost::asio::io_context io;
+    boost::asio::ip::tcp::resolver resolver(io);
+    const auto results = resolver.resolve(host, "", ec);
+    if (ec || results.empty()) {
+        throw std::invalid_argument("--store: cannot resolve '" + host +
+                                    "': " + (ec ? ec.message() : "no address"));
+    }
+    return results.begin()->endpoint().address().to_string();
+}
+
+store_handle open_redis(std::string_view rest, const timewheel::dq::store::executor_type& ex,
+                        const store_options& opt) {
+    timewheel::redis::config cfg;
+    timewheel::dq::redis_store_options qopt;
+    qopt.name = "timewheeld";
+    const auto slash = rest.find('/');
+    std::string_view authority = rest.substr(0, slash);
+    if (slash != std::string_view::npos) {
+        const auto queue = rest.substr(slash + 1);
+        if (!queue.empty()) {
+            if (queue.find_first_of("{}/") != std::string_view::npos) {
+                throw std::invalid_argument("--store: the queue name must not contain {, } or /");
+            }
+            qopt.name = queue;
+        }
+    }
+    if (const auto at = authority.rfind('@'); at != std::string_view::npos) {
+        const auto userinfo = authority.substr(0, at);
+        authority = authority.substr(at + 1);
+        if (const auto colon = userinfo.find(':'); colon != std::string_view::npos) {
+            cfg.username = userinfo.substr(0, colon);
+            cfg.password = userinfo.substr(colon + 1);
+        } else {
+            cfg.password = userinfo;
+        }
+    }
+    std::string_view host = authority;
+    if (const auto colon = authority.rfind(':');
+        colon != std::string_view::npos && authority.find(']', colon) == std::string_view::npos) {
+        const auto port = authority.substr(colon + 1);
+        unsigned p = 0;
+        auto [end, ec] = std::from_chars(port.data(), port.data() + port.size(), p);
+        if (port.empty() || ec != std::errc() || end != port.data() + port.size() || p == 0 ||
+            p > 65535) {
+            throw std::invalid_argument("--store: malformed port '" + std::string(port) + "'");
+        }
+        cfg.port = static_cast<std::uint16_t>(p);
+        host = authority.substr(0, colon);
+    }
+    if (host.starts_with('[') && host.ends_with(']')) {
+        host = host.substr(1, host.size() - 2);
+    }
+    if (host.empty()) {
+        throw std::invalid_argument("--store: redis:// needs a host");
+    }
+    cfg.host = resolve(std::string(host));
+    cfg.request_timeout = opt.operation_timeout;
+    cfg.client_name = opt.client_name;
+    auto s = std::make_unique<timewheel::dq::redis_store>(ex, cfg, qopt);
+    auto* raw = s.get();
+    return {std::move(s), [raw] { raw->close(); }};
+}
+
+} // namespace
+
+store_handle make_store(std::string_view url, const timewheel::dq::store::executor_type& ex,
+                        const store_options& opt) {
+    if (url.starts_with("redis://")) {
+        return open_redis(url.substr(8), ex, opt);
+    }
+    // sqlite:PATH (dq::sqlite_store) is added here at the merge.
+    throw std::invalid_argument("--store: unknown scheme in '" + std::string(url) +
+                                "' (expected redis://host:port[/queue])");
+}
+
+} // namespace timewheeld::api

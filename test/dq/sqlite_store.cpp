@@ -1,0 +1,233 @@
+//
+// test/dq/sqlite_store.cpp
+//
+// dq::sqlite_store on a database file of its own: the suite every store passes
+// (support/store_cases.hpp), the randomized differential test against the model
+// (support/differential.hpp), then what is SQLite's own: everything survives a reopen, group
+// commit, done and dead trimming, and a clear error for a path that cannot be opened, a file
+// that is not a database, a file another store holds, and a newer schema.
+//
+
+#include <timewheel/dq/sqlite_store.hpp>
+
+#define BOOST_TEST_MODULE dq_sqlite_store
+#include <boost/test/unit_test.hpp>
+
+#include "support/differential.hpp"
+#include "support/sqlite_file.hpp"
+#include "support/store_cases.hpp"
+
+#include <boost/asio/io_context.hpp>
+#include <boost/system/system_error.hpp>
+
+#include <chrono>
+#include <fstream>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace dq = timewheel::dq;
+using namespace std::chrono_literals;
+using boost::system::error_code;
+using dq_test::make;
+
+namespace {
+
+struct fixture : dq_test::store_fixture {
+    dq_test::temp_dir dir;
+    dq::sqlite_store_options opt;
+
+    explicit fixture(dq::limits limits = {}) {
+        opt.path = dir.file("q.db");
+        opt.limits = limits;
+        open();
+    }
+
+    void open() { store = std::make_unique<dq::sqlite_store>(io.get_executor(), opt); }
+    dq::sqlite_store& sqlite() { return static_cast<dq::sqlite_store&>(*store); }
+
+    // Rows in the file, read behind the store's back (closed meanwhile, then reopened).
+    long long rows(const std::string& table) {
+        store.reset();
+        const auto n = dq_test::sqlite_scalar(opt.path, "SELECT count(*) FROM " + table);
+        open();
+        return n;
+    }
+    long long task_keys() override { return rows("tasks") + rows("log"); }
+};
+
+std::unique_ptr<dq_test::store_fixture> make_fixture(dq::limits limits) {
+    return std::make_unique<fixture>(limits);
+}
+
+} // namespace
+
+BOOST_AUTO_TEST_SUITE(sqlite_store)
+
+DQ_TEST_STORE_CASES(make_fixture)
+
+BOOST_AUTO_TEST_CASE(matches_the_model) {
+    const auto seed =
+        timewheel::test_support::seed_from_environment("dq_sqlite_store differential", 6);
+    fixture f;
+    // More steps than on Redis (each is cheaper here): a cancel that finds its task still
+    // delayed or prefetched is rare, and the run must meet one.
+    dq_test::differential(f.io, *f.store, seed, dq_test::differential_steps(1500));
+}
+
+BOOST_AUTO_TEST_CASE(everything_survives_a_reopen) {
+    fixture f;
+    auto c = make("custom", 1h, std::string("a\0b", 3));
+    c.retry = {7, 3ms, 9000ms};
+    BOOST_TEST(!std::get<0>(f.submit(c)));
+    BOOST_TEST(!std::get<0>(f.submit(make("dead", 0ms))));
+    BOOST_TEST(!std::get<0>(f.submit(make("done", 0ms))));
+    auto r = f.claim_ok();
+    BOOST_REQUIRE_EQUAL(r.tasks.size(), 2u);
+    for (const auto& t : r.tasks) {
+        BOOST_TEST(f.ack_one(t, t.id == "dead" ? dq::outcome::failure("bad")
+                                               : dq::outcome::success()) == dq::ack_result::ok);
+    }
+    const auto before = f.status_ok("custom");
+    f.store.reset();
+    f.open();
+    const auto after = f.status_ok("custom");
+    BOOST_TEST(after.payload == c.payload);
+    BOOST_TEST(after.retry == c.retry);
+    BOOST_TEST(after.due == before.due);
+    BOOST_TEST(after.state == dq::task_state::delayed);
+    BOOST_TEST(f.status_ok("dead").state == dq::task_state::dead);
+    BOOST_TEST(f.status_ok("dead").log.size() == 1u);
+    auto done = f.status_ok("done");
+    BOOST_TEST(done.state == dq::task_state::finished);
+    BOOST_REQUIRE_EQUAL(done.log.size(), 1u);
+    BOOST_TEST(done.log[0].outcome == "success");
+    auto [ec, page] = f.list_dead("", 10);
+    BOOST_REQUIRE(!ec);
+    BOOST_REQUIRE_EQUAL(page.entries.size(), 1u);
+    BOOST_TEST(page.entries[0].last_error == "bad");
+    BOOST_TEST(dq_test::sqlite_scalar(f.opt.path, "SELECT 1") == 1); // (closed by status: no)
+}
+
+BOOST_AUTO_TEST_CASE(submits_in_flight_together_share_transactions) {
+    fixture f;
+    constexpr int n = 2000;
+    int done = 0;
+    for (int i = 0; i < n; ++i) {
+        f.store->submit(make(std::string("g") + std::to_string(i), 1h),
+                        [&](error_code ec, dq::submit_result r, std::string) {
+                            BOOST_TEST(!ec);
+                            BOOST_TEST((r == dq::submit_result::created));
+                            ++done;
+                        });
+    }
+    BOOST_REQUIRE(timewheel::test_support::run_until(
+        f.io, [&] { return done == n; }, 60s));
+    const auto s = f.sqlite().stats();
+    BOOST_TEST(s.operations == std::uint64_t(n));
+    BOOST_TEST(s.transactions < s.operations);
+    BOOST_TEST_MESSAGE(n << " submits in " << s.transactions << " transactions");
+    BOOST_TEST(f.rows("tasks") == n);
+}
+
+BOOST_AUTO_TEST_CASE(finished_and_dead_tasks_are_forgotten_beyond_their_count) {
+    fixture f;
+    f.opt.done_max = 3;
+    f.opt.dead_max = 2;
+    f.store.reset();
+    f.open();
+    auto finish = [&](const std::string& id, dq::outcome o) {
+        BOOST_TEST(!std::get<0>(f.submit(make(id, 0ms))));
+        auto r = f.claim_ok();
+        BOOST_REQUIRE_EQUAL(r.tasks.size(), 1u);
+        BOOST_TEST(f.ack_one(r.tasks[0], std::move(o)) == dq::ack_result::ok);
+    };
+    for (int i = 0; i < 5; ++i) {
+        finish(std::string("ok") + std::to_string(i), dq::outcome::success());
+        finish(std::string("bad") + std::to_string(i), dq::outcome::failure("x"));
+    }
+    BOOST_TEST(std::get<0>(f.status("ok0")) == error_code(dq::error::not_found));
+    BOOST_TEST(std::get<0>(f.status("ok1")) == error_code(dq::error::not_found));
+    BOOST_TEST(f.status_ok("ok2").state == dq::task_state::finished);
+    BOOST_TEST(f.status_ok("ok4").state == dq::task_state::finished);
+    BOOST_TEST(std::get<0>(f.status("bad2")) == error_code(dq::error::not_found));
+    BOOST_TEST(f.status_ok("bad3").state == dq::task_state::dead);
+    // A forgotten task's log goes with it, and its id may be used again.
+    BOOST_TEST(f.rows("log") == 5);
+    BOOST_TEST((std::get<1>(f.submit(make("ok0", 1h))) == dq::submit_result::created));
+    BOOST_TEST((std::get<1>(f.submit(make("ok3", 1h))) == dq::submit_result::exists));
+}
+
+BOOST_AUTO_TEST_CASE(a_path_that_cannot_be_opened_is_a_clear_error) {
+    boost::asio::io_context io;
+    dq_test::temp_dir dir;
+    dq::sqlite_store_options o;
+    o.path = dir.file("missing/dir/q.db");
+    try {
+        dq::sqlite_store s(io.get_executor(), o);
+        BOOST_FAIL("opened a file in a missing directory");
+    } catch (const boost::system::system_error& e) {
+        BOOST_TEST_MESSAGE(e.what());
+        BOOST_TEST(std::string(e.what()).find(o.path) != std::string::npos);
+        BOOST_TEST(&e.code().category() == &dq::sqlite_category());
+    }
+    o.path.clear();
+    BOOST_CHECK_THROW(dq::sqlite_store(io.get_executor(), o), std::invalid_argument);
+}
+
+BOOST_AUTO_TEST_CASE(a_file_that_is_not_a_database_is_a_clear_error) {
+    boost::asio::io_context io;
+    dq_test::temp_dir dir;
+    dq::sqlite_store_options o;
+    o.path = dir.file("garbage.db");
+    {
+        std::ofstream out(o.path, std::ios::binary);
+        for (int i = 0; i < 512; ++i) {
+            out << "this is not a database ";
+        }
+    }
+    try {
+        dq::sqlite_store s(io.get_executor(), o);
+        BOOST_FAIL("opened a file that is not a database");
+    } catch (const boost::system::system_error& e) {
+        BOOST_TEST_MESSAGE(e.what());
+        BOOST_TEST(std::string(e.what()).find("not a database") != std::string::npos);
+    }
+}
+
+BOOST_AUTO_TEST_CASE(a_file_another_store_holds_is_refused) {
+    fixture f;
+    BOOST_TEST(!std::get<0>(f.submit(make("a", 1h))));
+    BOOST_CHECK_THROW(dq::sqlite_store(f.io.get_executor(), f.opt), boost::system::system_error);
+    BOOST_TEST(f.status_ok("a").state == dq::task_state::delayed);
+}
+
+BOOST_AUTO_TEST_CASE(a_newer_schema_is_refused_and_left_alone) {
+    fixture f;
+    BOOST_TEST(!std::get<0>(f.submit(make("a", 1h))));
+    f.store.reset();
+    dq_test::sqlite_scalar(f.opt.path, "UPDATE meta SET value = 99 WHERE key = 'schema_version'");
+    try {
+        dq::sqlite_store s(f.io.get_executor(), f.opt);
+        BOOST_FAIL("opened a file of a newer schema");
+    } catch (const boost::system::system_error& e) {
+        BOOST_TEST_MESSAGE(e.what());
+        BOOST_TEST(std::string(e.what()).find("schema version 99") != std::string::npos);
+    }
+    BOOST_TEST(dq_test::sqlite_scalar(f.opt.path, "SELECT count(*) FROM tasks") == 1);
+}
+
+BOOST_AUTO_TEST_CASE(a_closed_store_aborts_operations_and_the_wait) {
+    fixture f;
+    std::optional<error_code> waited;
+    f.store->wait_wakeup([&](error_code ec, dq::time_point) { waited = ec; });
+    f.sqlite().close();
+    auto [ec, r, id] = f.submit(make("a"));
+    BOOST_TEST(ec == error_code(boost::asio::error::operation_aborted));
+    BOOST_REQUIRE(timewheel::test_support::run_until(
+        f.io, [&] { return waited.has_value(); }, 10s));
+    BOOST_TEST(*waited == error_code(boost::asio::error::operation_aborted));
+}
+
+BOOST_AUTO_TEST_SUITE_END()

@@ -1,0 +1,176 @@
+//
+// test/server/api_validation.cpp
+//
+// Bad input to timewheeld, black-box over HTTP: each malformed, missing, contradictory,
+// unknown or out-of-range field gets a 400 whose JSON error names the field, and nothing
+// is stored (a GET of the id afterwards answers 404). Also the answers for unknown routes
+// and methods.
+//
+#define BOOST_TEST_MODULE server_api_validation
+#include <boost/test/unit_test.hpp>
+
+#include "support/api_service.hpp"
+
+#include <string>
+#include <vector>
+
+namespace ts = timewheel::test_support;
+using verb = boost::beast::http::verb;
+
+namespace {
+
+struct bad_case {
+    std::string id;    // the id the body carries (checked absent afterwards; "" for none)
+    std::string body;  // the request body
+    std::string field; // the field the error must name
+};
+
+const std::string cb = R"("callback": {"url": "http://127.0.0.1:9/hook"})";
+
+std::string with(const std::string& id, const std::string& rest) {
+    return R"({"id": ")" + id + R"(", )" + rest + "}";
+}
+
+} // namespace
+
+BOOST_AUTO_TEST_SUITE(api_validation, *boost::unit_test::precondition(ts::redis_available()))
+
+BOOST_AUTO_TEST_CASE(every_bad_field_is_named_and_nothing_is_stored) {
+    ts::api_service svc;
+    const std::string long_url = "http://127.0.0.1/" + std::string(3000, 'a');
+    const std::vector<bad_case> cases = {
+        {"", R"({"id": "v0", "delay_ms": 1, )", "body"},
+        {"", R"([1, 2, 3])", "body"},
+        {"v1", with("v1", R"("delay_ms": 1, "colour": "red", )" + cb), "colour"},
+        {"v2", with("v2", R"("delay_ms": 1)"), "callback"},
+        {"v3", with("v3", cb), "due_at"},
+        {"v4", with("v4", R"("delay_ms": 1, "due_at": "2030-01-01T00:00:00Z", )" + cb), "due_at"},
+        {"v5", with("v5", R"("due_at": "tomorrow", )" + cb), "due_at"},
+        {"v6", with("v6", R"("due_at": "1969-12-31T23:59:59Z", )" + cb), "due_at"},
+        {"v7", with("v7", R"("due_at": "2030-02-30T00:00:00Z", )" + cb), "due_at"},
+        {"v8", with("v8", R"("due_at": 1700000000, )" + cb), "due_at"},
+        {"v9", with("v9", R"("delay_ms": -1, )" + cb), "delay_ms"},
+        {"v10", with("v10", R"("delay_ms": "5", )" + cb), "delay_ms"},
+        {"v11", with("v11", R"("delay_ms": 1.5, )" + cb), "delay_ms"},
+        {"v12", with("v12", R"("delay_ms": 99999999999999999999, )" + cb), "delay_ms"},
+        {"v13", with("v13", R"("delay_ms": 1, "callback": "http://x")"), "callback"},
+        {"v14", with("v14", R"("delay_ms": 1, "callback": {"method": "POST"})"), "callback.url"},
+        {"v15", with("v15", R"("delay_ms": 1, "callback": {"url": "ftp://127.0.0.1/x"})"),
+         "callback.url"},
+        {"v16", with("v16", R"("delay_ms": 1, "callback": {"url": ")" + long_url + R"("})"),
+         "callback.url"},
+        {"v17", with("v17", R"("delay_ms": 1, "callback": {"url": "http:///x"})"), "callback.url"},
+        {"v18", with("v18", R"("delay_ms": 1, "callback": {"url": "http://a b/"})"),
+         "callback.url"},
+        {"v19", with("v19", R"("delay_ms": 1, "callback": {"url": "http://h:99999/"})"),
+         "callback.url"},
+        {"v20", with("v20", R"("delay_ms": 1, "callback": {"url": "/relative"})"), "callback.url"},
+        {"v21",
+         with("v21", R"("delay_ms": 1, "callback": {"url": "http://h/", "method": "TRACE"})"),
+         "callback.method"},
+        {"v22", with("v22", R"("delay_ms": 1, "callback": {"url": "http://h/", "headers": [1]})"),
+         "callback.headers"},
+        {"v23",
+         with("v23", R"("delay_ms": 1, "callback": {"url": "http://h/", "headers": {"X-A": 1}})"),
+         "callback.headers.X-A"},
+        {"v24",
+         with("v24",
+              R"("delay_ms": 1, "callback": {"url": "http://h/", "headers": {"Host": "e"}})"),
+         "callback.headers.Host"},
+        {"v25",
+         with(
+             "v25",
+             R"("delay_ms": 1, "callback": {"url": "http://h/", "headers": {"X-A": "a\r\nB: c"}})"),
+         "callback.headers.X-A"},
+        {"v26",
+         with("v26", R"("delay_ms": 1, "callback": {"url": "http://h/", "headers": {"A B": "c"}})"),
+         "callback.headers.A B"},
+        {"v27", with("v27", R"("delay_ms": 1, "callback": {"url": "http://h/", "timeout_ms": 0})"),
+         "callback.timeout_ms"},
+        {"v28", with("v28", R"("delay_ms": 1, "callback": {"url": "http://h/", "body": {}})"),
+         "callback.body"},
+        {"v29", with("v29", R"("delay_ms": 1, "callback": {"url": "http://h/", "extra": 1})"),
+         "callback.extra"},
+        {"v30", with("v30", R"("delay_ms": 1, "retry": {"attempts": 0}, )" + cb), "retry.attempts"},
+        {"v31", with("v31", R"("delay_ms": 1, "retry": {"base_ms": 500, "cap_ms": 100}, )" + cb),
+         "retry.cap_ms"},
+        {"v32", with("v32", R"("delay_ms": 1, "retry": {"jitter": true}, )" + cb), "retry.jitter"},
+        {"v33", with("v33", R"("delay_ms": 1, "retry": 3, )" + cb), "retry"},
+        {"", R"({"id": "", "delay_ms": 1, )" + cb + "}", "id"},
+        {"", R"({"id": 42, "delay_ms": 1, )" + cb + "}", "id"},
+        {"", R"({"id": ")" + std::string(300, 'x') + R"(", "delay_ms": 1, )" + cb + "}", "id"},
+        {"", R"({"id": "a\u0001b", "delay_ms": 1, )" + cb + "}", "id"},
+    };
+    for (const auto& c : cases) {
+        BOOST_TEST_CONTEXT("body " << c.body) {
+            const auto r = svc.post("/v1/tasks", c.body);
+            BOOST_TEST(r.status == 400u, r);
+            if (r.status == 400u) {
+                BOOST_TEST(r.error_code() == "invalid_field");
+                BOOST_TEST(r.error_field() == c.field);
+            }
+            if (!c.id.empty()) {
+                BOOST_TEST(svc.get("/v1/tasks/" + c.id).status == 404u);
+            }
+        }
+    }
+    // Nothing at all was stored: the store has no task.
+    const std::string keys = svc.redis().command("*2\r\n$4\r\nKEYS\r\n$5\r\n*:t:*\r\n");
+    BOOST_TEST(keys.starts_with("*0\r\n"), keys);
+    // And the same service still accepts a good one.
+    BOOST_TEST(svc.post("/v1/tasks", with("good", R"("delay_ms": 1000, )" + cb)).status == 201u);
+    // (which the same look-up sees)
+    BOOST_TEST(!svc.redis().command("*2\r\n$4\r\nKEYS\r\n$5\r\n*:t:*\r\n").starts_with("*0\r\n"));
+}
+
+BOOST_AUTO_TEST_CASE(reschedule_requeue_and_listing_name_their_fields) {
+    ts::api_service svc;
+    BOOST_TEST_REQUIRE(
+        svc.post("/v1/tasks", with("p1", R"("due_at": "2090-01-01T00:00:00Z", )" + cb)).status ==
+        201u);
+    struct one {
+        verb method;
+        std::string target;
+        std::string body;
+        std::string field;
+    };
+    for (const auto& c : std::vector<one>{
+             {verb::patch, "/v1/tasks/p1", "{}", "due_at"},
+             {verb::patch, "/v1/tasks/p1", R"({"delay_ms": 1, "due_at": "2030-01-01T00:00:00Z"})",
+              "due_at"},
+             {verb::patch, "/v1/tasks/p1", R"({"delay_ms": 1, "when": 2})", "when"},
+             {verb::patch, "/v1/tasks/p1", "not json", "body"},
+             {verb::patch, "/v1/tasks/p1", R"({"due_at": "9999-13-01T00:00:00Z"})", "due_at"},
+             {verb::post, "/v1/dead/p1/retry", R"({"delay_ms": -5})", "delay_ms"},
+             {verb::get, "/v1/dead?limit=0", "", "limit"},
+             {verb::get, "/v1/dead?limit=abc", "", "limit"},
+             {verb::get, "/v1/tasks/" + std::string(300, 'y'), "", "id"},
+             {verb::get, "/v1/tasks/a%zz", "", "id"},
+         }) {
+        BOOST_TEST_CONTEXT(c.target << " " << c.body) {
+            const auto r = svc.request(c.method, c.target, c.body);
+            BOOST_TEST(r.status == 400u, r);
+            if (r.status == 400u) {
+                BOOST_TEST(r.error_field() == c.field);
+            }
+        }
+    }
+    // The task kept its due time through every refused reschedule.
+    BOOST_TEST(svc.get("/v1/tasks/p1").json().at("due_at").as_string() ==
+               "2090-01-01T00:00:00.000Z");
+}
+
+BOOST_AUTO_TEST_CASE(unknown_routes_and_methods) {
+    ts::api_service svc;
+    const auto nowhere = svc.get("/v2/tasks");
+    BOOST_TEST(nowhere.status == 404u, nowhere);
+    BOOST_TEST(nowhere.error_code() == "no_route");
+    const auto put = svc.request(verb::put, "/v1/tasks", "{}");
+    BOOST_TEST(put.status == 405u, put);
+    BOOST_TEST(put.headers["Allow"] == "POST");
+    const auto post = svc.request(verb::post, "/v1/tasks/x");
+    BOOST_TEST(post.status == 405u, post);
+    BOOST_TEST(post.headers["Allow"] == "GET, PATCH, DELETE");
+}
+
+BOOST_AUTO_TEST_SUITE_END()

@@ -1,0 +1,218 @@
+//
+// test/server/support/api_service.hpp
+//
+// What the API's tests share: a timewheeld process on 127.0.0.1 (port 0, the bound port
+// read from its --port-file) in front of a real redis-server, and a small blocking HTTP
+// client on Beast that speaks to it, one connection per request unless told otherwise.
+//
+#ifndef TIMEWHEEL_TEST_SERVER_SUPPORT_API_SERVICE_HPP
+#define TIMEWHEEL_TEST_SERVER_SUPPORT_API_SERVICE_HPP
+
+#include "support/process.hpp"
+#include "support/redis_fixture.hpp"
+
+#include <boost/asio/connect.hpp>
+#include <boost/asio/io_context.hpp>
+#include <boost/asio/ip/tcp.hpp>
+#include <boost/beast/core/flat_buffer.hpp>
+#include <boost/beast/http/read.hpp>
+#include <boost/beast/http/string_body.hpp>
+#include <boost/beast/http/write.hpp>
+#include <boost/json/parse.hpp>
+#include <boost/json/serialize.hpp>
+#include <boost/json/value.hpp>
+#include <boost/test/unit_test.hpp>
+
+#include <sys/socket.h>
+#include <sys/time.h>
+
+#include <chrono>
+#include <filesystem>
+#include <fstream>
+#include <stdexcept>
+#include <string>
+#include <thread>
+#include <utility>
+#include <vector>
+
+namespace timewheel::test_support {
+
+namespace api_http = boost::beast::http;
+
+/// An answer, with its body parsed as JSON when it is JSON.
+struct api_reply {
+    unsigned status = 0;
+    api_http::fields headers;
+    std::string body;
+
+    boost::json::value json() const {
+        boost::system::error_code ec;
+        auto v = boost::json::parse(body, ec);
+        BOOST_TEST_REQUIRE(!ec, "not JSON: " << body);
+        return v;
+    }
+    /// The "field" of an error answer ("" when none).
+    std::string error_field() const {
+        const auto v = json();
+        const auto* e = v.as_object().if_contains("error");
+        BOOST_TEST_REQUIRE(e, "not an error answer: " << body);
+        const auto* f = e->as_object().if_contains("field");
+        return f ? std::string(f->as_string()) : std::string();
+    }
+    std::string error_code() const {
+        const auto v = json();
+        return std::string(v.at("error").at("code").as_string());
+    }
+};
+
+inline std::ostream& operator<<(std::ostream& os, const api_reply& r) {
+    return os << r.status << ' ' << r.body;
+}
+
+/// One request to be sent.
+struct api_request {
+    api_http::verb method = api_http::verb::get;
+    std::string target = "/";
+    std::string body{};
+    std::vector<std::pair<std::string, std::string>> headers{};
+};
+
+/// A blocking HTTP/1.1 connection to 127.0.0.1:port (reads time out after 30 s: a watchdog).
+class api_connection {
+public:
+    explicit api_connection(std::uint16_t port)
+        : socket_(io_) {
+        socket_.connect({boost::asio::ip::make_address("127.0.0.1"), port});
+        timeval tv{30, 0};
+        ::setsockopt(socket_.native_handle(), SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);
+    }
+
+    boost::asio::ip::tcp::socket& socket() noexcept { return socket_; }
+
+    /// Writes a request (Host, Content-Type, Content-Length set unless given).
+    void send(const api_request& r) {
+        api_http::request<api_http::string_body> req(r.method, r.target, 11);
+        req.set(api_http::field::host, "127.0.0.1");
+        if (!r.body.empty()) {
+            req.set(api_http::field::content_type, "application/json");
+        }
+        for (const auto& [k, v] : r.headers) {
+            req.set(k, v);
+        }
+        req.body() = r.body;
+        req.prepare_payload();
+        api_http::write(socket_, req);
+    }
+
+    /// Reads one answer.
+    api_reply receive() {
+        api_http::response_parser<api_http::string_body> parser;
+        parser.body_limit(64 * 1024 * 1024);
+        api_http::read(socket_, buffer_, parser);
+        auto res = parser.release();
+        api_reply reply;
+        reply.status = res.result_int();
+        reply.headers = res.base();
+        reply.body = std::move(res.body());
+        return reply;
+    }
+
+    api_reply exchange(const api_request& r) {
+        send(r);
+        return receive();
+    }
+
+private:
+    boost::asio::io_context io_;
+    boost::asio::ip::tcp::socket socket_;
+    boost::beast::flat_buffer buffer_;
+};
+
+/// A redis-server and a timewheeld in front of it.
+class api_service {
+public:
+    struct options {
+        std::vector<std::string> args{}; ///< extra flags
+        std::vector<std::string> env{};  ///< extra "NAME=value"
+        std::string queue = "api";
+    };
+
+    api_service()
+        : api_service(options{}) {}
+
+    explicit api_service(options opt)
+        : opt_(std::move(opt)) {
+        start();
+    }
+
+    ~api_service() {
+        std::error_code ec;
+        std::filesystem::remove_all(dir_, ec);
+    }
+
+    redis_server& redis() noexcept { return redis_; }
+    child_process& process() noexcept { return *process_; }
+    std::uint16_t port() const noexcept { return port_; }
+    const std::string& queue() const noexcept { return opt_.queue; }
+    std::string store_url() const {
+        return "redis://127.0.0.1:" + std::to_string(redis_.port()) + "/" + opt_.queue;
+    }
+
+    /// Sends one request on a connection of its own.
+    api_reply request(api_http::verb method, std::string target, std::string body = {},
+                      std::vector<std::pair<std::string, std::string>> headers = {}) {
+        api_connection c(port_);
+        return c.exchange({method, std::move(target), std::move(body), std::move(headers)});
+    }
+    api_reply get(std::string target) { return request(api_http::verb::get, std::move(target)); }
+    api_reply post(std::string target, std::string body) {
+        return request(api_http::verb::post, std::move(target), std::move(body));
+    }
+
+    /// The process's log so far.
+    std::string log() const { return process_->output(); }
+
+private:
+    void start() {
+        char tmpl[] = "/tmp/timewheeld-test-XXXXXX";
+        if (!::mkdtemp(tmpl)) {
+            throw std::runtime_error("api_service: mkdtemp failed");
+        }
+        dir_ = tmpl;
+        const auto port_file = dir_ / "port";
+        std::vector<std::string> argv = {TIMEWHEELD_BINARY,  "--port",  "0",        "--port-file",
+                                         port_file.string(), "--store", store_url()};
+        argv.insert(argv.end(), opt_.args.begin(), opt_.args.end());
+        process_.emplace(child_process::options{
+            .argv = argv, .output = dir_ / "timewheeld.log", .env = opt_.env});
+        const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(30);
+        while (std::chrono::steady_clock::now() < deadline) {
+            std::ifstream in(port_file);
+            unsigned p = 0;
+            if (in >> p && p != 0) {
+                port_ = static_cast<std::uint16_t>(p);
+                return;
+            }
+            if (!process_->running()) {
+                throw std::runtime_error("api_service: timewheeld exited at start: " + log());
+            }
+            std::this_thread::sleep_for(std::chrono::milliseconds(10));
+        }
+        throw std::runtime_error("api_service: timewheeld did not listen within 30 s: " + log());
+    }
+
+    options opt_;
+    redis_server redis_;
+    std::filesystem::path dir_;
+    std::optional<child_process> process_;
+    std::uint16_t port_ = 0;
+};
+
+/// A JSON string literal for `s` (for building request bodies).
+inline std::string json_quote(std::string_view s) {
+    return boost::json::serialize(boost::json::value(s));
+}
+
+} // namespace timewheel::test_support
+
+#endif // TIMEWHEEL_TEST_SERVER_SUPPORT_API_SERVICE_HPP
