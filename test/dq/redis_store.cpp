@@ -344,7 +344,6 @@ BOOST_AUTO_TEST_CASE(dense_far_due_times_split_their_slots_and_every_task_stays_
     BOOST_TEST(raw_int(server(), {"ZCARD", "{t:0}:wi"}) == 0);
 }
 
-
 BOOST_AUTO_TEST_CASE(the_shard_count_is_fixed_at_first_use) {
     fixture f;
     BOOST_TEST(!std::get<0>(f.submit(make("a", 1s))));
