@@ -264,7 +264,7 @@ BOOST_AUTO_TEST_CASE(with_a_subscription_claims_reach_every_shard_and_see_other_
     std::size_t cold = 0;
     for (int i = 0; hot < 40 || cold < opt.shards - 1; ++i) {
         const std::string id = "t" + std::to_string(i);
-        const auto s = f.store->shard_of(id);
+        const auto s = producer.shard_of(id); // the same options: the same shards
         if (s == 0 && hot < 40) {
             submit_other(make(id, now - 10s + std::chrono::milliseconds(i)));
             want.insert(id);
