@@ -7,6 +7,7 @@
 
 #include <timewheel/dq/redis_store.hpp>
 
+#include <timewheel/dq/detail/input_checks.hpp>
 #include <timewheel/dq/detail/redis_scripts.hpp>
 
 #include <timewheel/redis/cluster.hpp>
@@ -113,9 +114,6 @@ struct call_args {
 
 constexpr std::size_t max_error_bytes = 1024;
 constexpr std::size_t max_worker_bytes = 200;
-// The most leases or acks in one call (Lua's unpack() takes about 8000 values).
-constexpr std::size_t max_batch = 4000;
-constexpr std::int64_t max_backoff_ms = (std::int64_t(1) << 48) - 1;
 
 } // namespace
 
@@ -192,49 +190,6 @@ public:
         boost::asio::dispatch(ex_, boost::asio::append(std::move(h), std::forward<Args>(args)...));
     }
 
-    error_code check_id(std::string_view id) const {
-        if (id.empty()) {
-            return error::empty_id;
-        }
-        if (id.size() > opt_.limits.max_id_bytes) {
-            return error::id_too_long;
-        }
-        if (id.find('\0') != std::string_view::npos) {
-            return error::invalid_id;
-        }
-        return {};
-    }
-
-    // The due time as (kind, ms), or due_out_of_range.
-    static error_code check_due(const due_time& due, char& kind, std::int64_t& value) {
-        if (const auto* tp = std::get_if<time_point>(&due)) {
-            kind = 'a';
-            value = tp->time_since_epoch().count();
-            if (value < 0 || *tp > max_due) {
-                return error::due_out_of_range;
-            }
-        } else {
-            kind = 'r';
-            value = std::get<duration>(due).count();
-            const auto limit = max_due.time_since_epoch().count();
-            if (value > limit || value < -limit) {
-                return error::due_out_of_range;
-            }
-        }
-        return {};
-    }
-
-    static error_code check_policy(const retry_policy& p) {
-        if (p.max_attempts == 0) {
-            return error::zero_attempts;
-        }
-        if (p.base.count() < 0 || p.cap.count() < 0 || p.base > p.cap ||
-            p.cap.count() > max_backoff_ms) {
-            return error::invalid_backoff;
-        }
-        return {};
-    }
-
     // A claim call's token prefix: 64 random bits in hex, new for every call, so that no two
     // leases (of any worker) share a token; the script appends the task's rank in the call.
     std::string token_base() {
@@ -246,20 +201,6 @@ public:
             v >>= 4;
         }
         return t;
-    }
-
-    std::string generate_id() {
-        static constexpr char digits[] =
-            "0123456789ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz";
-        std::string id(12, '0');
-        std::uint64_t a = rng_();
-        std::uint64_t b = rng_();
-        for (std::size_t i = 0; i < id.size(); ++i) {
-            std::uint64_t& v = i < 6 ? a : b;
-            id[i] = digits[v % 62];
-            v /= 62;
-        }
-        return id;
     }
 
     void push_shard_script(redis::request& req, const redis::script& s, std::size_t shard,
@@ -328,19 +269,19 @@ public:
 
     void submit(task t, store::handler<void(error_code, submit_result, std::string)> h) {
         if (t.id.empty()) {
-            t.id = generate_id();
+            t.id = detail::generate_id(rng_);
         }
         char kind = 'a';
         std::int64_t due = 0;
-        error_code ec = check_id(t.id);
+        error_code ec = detail::check_id(t.id, opt_.limits);
         if (!ec && t.payload.size() > opt_.limits.max_payload_bytes) {
             ec = error::payload_too_large;
         }
         if (!ec) {
-            ec = check_due(t.due, kind, due);
+            ec = detail::check_due(t.due, kind, due);
         }
         if (!ec) {
-            ec = check_policy(t.retry);
+            ec = detail::check_policy(t.retry);
         }
         if (ec) {
             post(std::move(h), ec, submit_result::created, std::string());
@@ -377,7 +318,7 @@ public:
     }
 
     void cancel(std::string id, store::handler<void(error_code, cancel_result)> h) {
-        if (auto ec = check_id(id)) {
+        if (auto ec = detail::check_id(id, opt_.limits)) {
             post(std::move(h), ec, cancel_result::not_found);
             return;
         }
@@ -406,11 +347,11 @@ public:
     // An operation on one id whose reply is 'ok' or an error.
     void simple(const redis::script& s, std::string id, std::optional<due_time> due,
                 store::handler<void(error_code)> h) {
-        error_code ec = check_id(id);
+        error_code ec = detail::check_id(id, opt_.limits);
         char kind = 'a';
         std::int64_t value = 0;
         if (!ec && due) {
-            ec = check_due(*due, kind, value);
+            ec = detail::check_due(*due, kind, value);
         }
         if (ec) {
             post(std::move(h), ec);
@@ -435,7 +376,7 @@ public:
     }
 
     void status(std::string id, store::handler<void(error_code, task_status)> h) {
-        if (auto ec = check_id(id)) {
+        if (auto ec = detail::check_id(id, opt_.limits)) {
             post(std::move(h), ec, task_status{});
             return;
         }
@@ -848,21 +789,6 @@ public:
         });
     }
 
-    error_code check_leases(const std::vector<lease_ref>& leases) const {
-        if (leases.size() > max_batch) {
-            return error::invalid_argument;
-        }
-        for (const auto& l : leases) {
-            if (auto ec = check_id(l.id)) {
-                return ec;
-            }
-            if (l.token.empty() || l.token.size() > 64) {
-                return error::invalid_argument;
-            }
-        }
-        return {};
-    }
-
     static std::vector<std::string_view> ids_of(const std::vector<lease_ref>& leases) {
         std::vector<std::string_view> ids;
         ids.reserve(leases.size());
@@ -874,7 +800,7 @@ public:
 
     void start(std::vector<lease_ref> leases,
                store::handler<void(error_code, std::vector<start_result>)> h) {
-        if (auto ec = check_leases(leases)) {
+        if (auto ec = detail::check_leases(leases, opt_.limits)) {
             post(std::move(h), ec, std::vector<start_result>());
             return;
         }
@@ -901,7 +827,7 @@ public:
 
     void renew(std::vector<lease_ref> leases, duration lease,
                store::handler<void(error_code, std::vector<ack_result>)> h) {
-        error_code ec = check_leases(leases);
+        error_code ec = detail::check_leases(leases, opt_.limits);
         if (!ec && lease.count() <= 0) {
             ec = error::invalid_argument;
         }
@@ -927,12 +853,12 @@ public:
         error_code ec;
         std::vector<std::string_view> ids;
         ids.reserve(acks.size());
-        if (acks.size() > max_batch) {
+        if (acks.size() > detail::max_batch) {
             ec = error::invalid_argument;
         }
         for (const auto& a : acks) {
             if (!ec) {
-                ec = check_id(a.lease.id);
+                ec = detail::check_id(a.lease.id, opt_.limits);
             }
             if (!ec && (a.lease.token.empty() || a.lease.token.size() > 64)) {
                 ec = error::invalid_argument;
@@ -957,10 +883,10 @@ public:
                                       : k.outcome.what == outcome::kind::retry ? 'r'
                                                                                : 'f';
                     a.add(std::string_view(&kind, 1));
-                    a.add(
-                        k.outcome.retry_after
-                            ? std::min<std::int64_t>(k.outcome.retry_after->count(), max_backoff_ms)
-                            : std::int64_t(-1));
+                    a.add(k.outcome.retry_after
+                              ? std::min<std::int64_t>(k.outcome.retry_after->count(),
+                                                       detail::max_backoff_ms)
+                              : std::int64_t(-1));
                     a.add(std::string_view(k.outcome.error).substr(0, max_error_bytes));
                     a.add(k.started.time_since_epoch().count());
                     a.add(k.ended.time_since_epoch().count());
@@ -970,7 +896,7 @@ public:
     }
 
     void release(std::vector<lease_ref> leases, store::handler<void(error_code)> h) {
-        if (auto ec = check_leases(leases); ec || leases.empty()) {
+        if (auto ec = detail::check_leases(leases, opt_.limits); ec || leases.empty()) {
             post(std::move(h), ec);
             return;
         }
