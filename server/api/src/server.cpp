@@ -256,6 +256,18 @@ private:
     // After an answer that ends the connection early (a limit): shut down sending, then read
     // and drop what the client still sends for a moment, so that it reads the answer
     // instead of a reset.
+    response body_too_large() const {
+        return error_response(http::status::payload_too_large, "body_too_large",
+                              "the body is larger than " + std::to_string(cfg_.max_body_bytes) +
+                                  " bytes");
+    }
+
+    // Answers a refused request and closes the connection.
+    net::awaitable<void> reject(beast::tcp_stream& stream, response& res) {
+        co_await write(stream, res, false, "rejected");
+        co_await linger_close(stream);
+    }
+
     net::awaitable<void> linger_close(beast::tcp_stream& stream) {
         boost::system::error_code ec;
         stream.socket().shutdown(tcp::socket::shutdown_send, ec);
@@ -302,41 +314,28 @@ private:
             auto [ec, n] = co_await http::async_read_header(stream, buffer, parser, use_tuple);
             conn.idle = false;
             stream.expires_after(cfg_.request_timeout);
+            // A request refused before its body is read: answered, then the connection is
+            // closed (what follows on it cannot be trusted to be a request).
+            std::optional<response> refused;
             if (ec == http::error::header_limit) {
                 // Too long a request line, or too many header bytes. Beast parses the
                 // request line on its own first: without a target, the line was the problem.
                 const auto target = parser.get().target();
                 const bool url = target.empty() || target.size() > cfg_.max_url_bytes;
-                auto res = url ? error_response(http::status::uri_too_long, "uri_too_long",
-                                                "the request target is too long")
-                               : error_response(http::status::request_header_fields_too_large,
-                                                "headers_too_large", "the header is too large");
-                co_await write(stream, res, false, "rejected");
-                co_await linger_close(stream);
-                co_return;
-            }
-            if (ec == http::error::body_limit) {
-                auto res = error_response(http::status::payload_too_large, "body_too_large",
-                                          "the body is larger than " +
-                                              std::to_string(cfg_.max_body_bytes) + " bytes");
-                co_await write(stream, res, false, "rejected");
-                co_await linger_close(stream);
-                co_return;
-            }
-            if (ec && ec.category() == make_error_code(http::error::end_of_stream).category() &&
-                ec != http::error::end_of_stream) {
-                auto res = error_response(http::status::bad_request, "bad_request",
-                                          "malformed HTTP request: " + ec.message());
-                co_await write(stream, res, false, "rejected");
-                co_await linger_close(stream);
-                co_return;
-            }
-            if (ec) {
+                refused = url ? error_response(http::status::uri_too_long, "uri_too_long",
+                                               "the request target is too long")
+                              : error_response(http::status::request_header_fields_too_large,
+                                               "headers_too_large", "the header is too large");
+            } else if (ec == http::error::body_limit) {
+                refused = body_too_large();
+            } else if (ec &&
+                       ec.category() == make_error_code(http::error::end_of_stream).category() &&
+                       ec != http::error::end_of_stream) {
+                refused = error_response(http::status::bad_request, "bad_request",
+                                         "malformed HTTP request: " + ec.message());
+            } else if (ec) {
                 break; // closed, idle too long, or closed by the shutdown
-            }
-            const auto& req = parser.get();
-            std::optional<response> refused;
-            if (req.target().size() > cfg_.max_url_bytes) {
+            } else if (const auto& req = parser.get(); req.target().size() > cfg_.max_url_bytes) {
                 refused = error_response(http::status::uri_too_long, "uri_too_long",
                                          "the request target is longer than " +
                                              std::to_string(cfg_.max_url_bytes) + " bytes");
@@ -350,10 +349,10 @@ private:
                                          "headers_too_large", "the header is too large");
             }
             if (refused) {
-                co_await write(stream, *refused, false, "rejected");
-                co_await linger_close(stream);
+                co_await reject(stream, *refused);
                 co_return;
             }
+            const auto& req = parser.get();
             if (iequals(req[http::field::expect], "100-continue") && !parser.is_done()) {
                 http::response<http::empty_body> cont(http::status::continue_, req.version());
                 auto [wec, wn] = co_await http::async_write(stream, cont, use_tuple);
@@ -364,11 +363,8 @@ private:
             if (!parser.is_done()) {
                 auto [rec, rn] = co_await http::async_read(stream, buffer, parser, use_tuple);
                 if (rec == http::error::body_limit) {
-                    auto res = error_response(http::status::payload_too_large, "body_too_large",
-                                              "the body is larger than " +
-                                                  std::to_string(cfg_.max_body_bytes) + " bytes");
-                    co_await write(stream, res, false, "rejected");
-                    co_await linger_close(stream);
+                    auto res = body_too_large();
+                    co_await reject(stream, res);
                     co_return;
                 }
                 if (rec) {
