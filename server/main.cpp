@@ -11,6 +11,7 @@
 #include <timewheeld/api/metrics.hpp>
 #include <timewheeld/api/server.hpp>
 #include <timewheeld/api/settings.hpp>
+#include <timewheeld/api/store.hpp>
 #include <timewheeld/dispatch/dispatcher.hpp>
 
 #include <unistd.h>
@@ -49,6 +50,14 @@ int main(int argc, char** argv) {
         namespace dispatch = timewheeld::dispatch;
         api::service_metrics service_metrics(metrics);
         dispatch::result_router router;
+        // With Redis, a result reported here for an attempt another node holds goes there
+        // (docs/server.md, "Report an asynchronous result"), with or without a worker here.
+        if (auto where = api::redis_location_of(parsed.settings.store,
+                                                {.operation_timeout = parsed.settings.store_timeout,
+                                                 .client_name = "timewheeld-results"})) {
+            router.forward_over_redis(std::move(where->config), std::move(where->queue));
+            server.set_result_sink(&router);
+        }
         std::vector<std::unique_ptr<dispatch::dispatcher>> dispatchers(parsed.settings.threads);
         if (parsed.settings.worker) {
             const auto opt = dispatch::options_from(parsed.settings);

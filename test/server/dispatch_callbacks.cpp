@@ -11,6 +11,7 @@
 #include <boost/test/unit_test.hpp>
 
 #include "support/api_service.hpp"
+#include "support/service_node.hpp"
 #include "support/sink.hpp"
 
 #include <atomic>
@@ -30,18 +31,9 @@ using namespace std::chrono_literals;
 
 namespace {
 
-// Polls `done` until it holds or 30 s have passed (a generous bound, not a timed assertion:
-// the checks that follow say what went wrong).
-bool eventually(const std::function<bool()>& done) {
-    const auto deadline = std::chrono::steady_clock::now() + 30s;
-    while (std::chrono::steady_clock::now() < deadline) {
-        if (done()) {
-            return true;
-        }
-        std::this_thread::sleep_for(20ms);
-    }
-    return done();
-}
+using ts::epoch_ms;
+using ts::eventually;
+using ts::now_ms;
 
 cs::reply status(unsigned s) {
     cs::reply r;
@@ -63,9 +55,7 @@ std::string task_body(const std::string& id, const cs::sink& sink,
                       const std::string& retry = R"({"attempts": 5, "base_ms": 50,
                                                      "cap_ms": 100})",
                       int delay_ms = 0) {
-    return R"({"id": )" + ts::json_quote(id) + R"(, "delay_ms": )" + std::to_string(delay_ms) +
-           R"(, "callback": {"url": )" + ts::json_quote(sink.url("/hook")) +
-           R"(, "method": "POST", "body": "hello"}, "retry": )" + retry + "}";
+    return ts::task_json(id, sink.url("/hook"), delay_ms, retry);
 }
 
 json::object task_of(ts::api_service& svc, const std::string& id) {
@@ -76,25 +66,6 @@ json::object task_of(ts::api_service& svc, const std::string& id) {
 
 std::string state_of(ts::api_service& svc, const std::string& id) {
     return std::string(task_of(svc, id).at("state").as_string());
-}
-
-// "2026-11-26T00:37:24.363Z" as milliseconds since the epoch (the API writes UTC).
-std::int64_t epoch_ms(std::string_view rfc3339) {
-    std::tm tm{};
-    int ms = 0;
-    const std::string s(rfc3339);
-    BOOST_TEST_REQUIRE(std::sscanf(s.c_str(), "%d-%d-%dT%d:%d:%d.%dZ", &tm.tm_year, &tm.tm_mon,
-                                   &tm.tm_mday, &tm.tm_hour, &tm.tm_min, &tm.tm_sec, &ms) == 7,
-                       s);
-    tm.tm_year -= 1900;
-    tm.tm_mon -= 1;
-    return static_cast<std::int64_t>(::timegm(&tm)) * 1000 + ms;
-}
-
-std::int64_t now_ms() {
-    return std::chrono::duration_cast<std::chrono::milliseconds>(
-               std::chrono::system_clock::now().time_since_epoch())
-        .count();
 }
 
 // The delayed task arrives once, at or after its due time, with its id as Idempotency-Key,

@@ -119,3 +119,13 @@ BOOST_AUTO_TEST_CASE(help_lists_the_worker_settings) {
         BOOST_TEST(help.find(flag) != std::string::npos, flag);
     }
 }
+
+BOOST_AUTO_TEST_CASE(lease_ms_sets_the_lease_of_the_claims) {
+    BOOST_TEST(parse({}).settings.lease == 0ms); // derived: 30 s, or 3 x the callback timeout
+    const auto s = parse({"--lease-ms", "2000"}).settings;
+    BOOST_TEST(s.lease == 2000ms);
+    BOOST_TEST(dispatch::options_from(s).lease == 2000ms);
+    BOOST_TEST(parse({}, {{"TIMEWHEELD_LEASE_MS", "1500"}}).settings.lease == 1500ms);
+    BOOST_TEST(refused({"--lease-ms", "0"}, {}, "--lease-ms"));
+    BOOST_TEST(api::help_text().find("--lease-ms") != std::string::npos);
+}

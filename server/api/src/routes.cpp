@@ -342,11 +342,19 @@ net::awaitable<response> report_result(api_context& ctx, std::string id, const r
     case deliver_result::wrong_attempt:
         co_return error_response(http::status::conflict, "wrong_attempt",
                                  "another attempt of this task waits for a result");
+    case deliver_result::forwarded:
+        // Sent to the node that may hold the attempt, which has not confirmed in time.
+        co_return json_response(
+            http::status::accepted,
+            json::object{{"id", id}, {"attempt", report.attempt}, {"forwarded", true}});
+    case deliver_result::unavailable:
+        co_return error_response(http::status::service_unavailable, "store_unavailable",
+                                 "the report could not be forwarded to the other nodes");
     case deliver_result::not_pending:
         break;
     }
     co_return error_response(http::status::not_found, "no_pending_attempt",
-                             "no attempt of this task waits for a result on this node");
+                             "no attempt of this task waits for a result");
 }
 
 net::awaitable<response> ready(api_context& ctx) {

@@ -169,6 +169,10 @@ const std::vector<option>& options() {
          "after a callback answered 202, wait this long for POST /v1/tasks/{id}/result, then "
          "retry (default 300000)",
          millis(&settings::result_deadline, "--result-deadline-ms")},
+        {"lease-ms", "MS",
+         "a claimed or running task's lease: after a crash, its tasks run again (here or on "
+         "another node) this long after (default 30000, or 3 x --callback-timeout-ms)",
+         millis(&settings::lease, "--lease-ms")},
     };
     return table;
 }

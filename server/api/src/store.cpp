@@ -36,11 +36,9 @@ std::string resolve(const std::string& host) {
     return results.begin()->endpoint().address().to_string();
 }
 
-store_handle open_redis(std::string_view rest, const timewheel::dq::store::executor_type& ex,
-                        const store_options& opt) {
+redis_location parse_redis(std::string_view rest, const store_options& opt) {
     timewheel::redis::config cfg;
-    timewheel::dq::redis_store_options qopt;
-    qopt.name = "timewheeld";
+    std::string queue_name = "timewheeld";
     const auto slash = rest.find('/');
     std::string_view authority = rest.substr(0, slash);
     if (slash != std::string_view::npos) {
@@ -49,7 +47,7 @@ store_handle open_redis(std::string_view rest, const timewheel::dq::store::execu
             if (queue.find_first_of("{}/") != std::string_view::npos) {
                 throw std::invalid_argument("--store: the queue name must not contain {, } or /");
             }
-            qopt.name = queue;
+            queue_name = queue;
         }
     }
     if (const auto at = authority.rfind('@'); at != std::string_view::npos) {
@@ -84,12 +82,27 @@ store_handle open_redis(std::string_view rest, const timewheel::dq::store::execu
     cfg.host = resolve(std::string(host));
     cfg.request_timeout = opt.operation_timeout;
     cfg.client_name = opt.client_name;
-    auto s = std::make_unique<timewheel::dq::redis_store>(ex, cfg, qopt);
+    return {std::move(cfg), std::move(queue_name)};
+}
+
+store_handle open_redis(std::string_view rest, const timewheel::dq::store::executor_type& ex,
+                        const store_options& opt) {
+    auto where = parse_redis(rest, opt);
+    timewheel::dq::redis_store_options qopt;
+    qopt.name = std::move(where.queue);
+    auto s = std::make_unique<timewheel::dq::redis_store>(ex, where.config, qopt);
     auto* raw = s.get();
     return {std::move(s), [raw] { raw->close(); }};
 }
 
 } // namespace
+
+std::optional<redis_location> redis_location_of(std::string_view url, const store_options& opt) {
+    if (!url.starts_with("redis://")) {
+        return std::nullopt;
+    }
+    return parse_redis(url.substr(8), opt);
+}
 
 store_handle make_store(std::string_view url, const timewheel::dq::store::executor_type& ex,
                         const store_options& opt) {

@@ -39,6 +39,7 @@ options options_from(const api::settings& s) {
     o.payload.max_body = s.validation.max_payload_bytes;
     o.payload.max_timeout = std::chrono::milliseconds(s.validation.max_timeout_ms);
     o.result_deadline = s.result_deadline;
+    o.lease = s.lease;
     o.concurrency = s.worker_concurrency;
     return o;
 }
@@ -66,9 +67,11 @@ struct dispatcher::state : std::enable_shared_from_this<dispatcher::state> {
         dq::worker_options w;
         w.claim.worker = opt.worker_name;
         // The lease outlives a call by far: a running task's lease is renewed anyway.
-        w.claim.lease = std::max<dq::duration>(
-            dq::duration(30000),
-            std::chrono::duration_cast<dq::duration>(3 * opt.client.total_timeout));
+        w.claim.lease = opt.lease.count() > 0
+                            ? std::chrono::duration_cast<dq::duration>(opt.lease)
+                            : std::max<dq::duration>(dq::duration(30000),
+                                                     std::chrono::duration_cast<dq::duration>(
+                                                         3 * opt.client.total_timeout));
         w.concurrency = opt.concurrency;
         return w;
     }
@@ -225,38 +228,6 @@ const dq::worker& dispatcher::worker() const noexcept {
 
 net::io_context& dispatcher::io() noexcept {
     return state_->io;
-}
-
-void result_router::add(const std::string& id, dispatcher* d) {
-    std::lock_guard lock(mutex_);
-    waiting_[id] = d;
-}
-
-void result_router::remove(const std::string& id, dispatcher* d) {
-    std::lock_guard lock(mutex_);
-    if (const auto it = waiting_.find(id); it != waiting_.end() && it->second == d) {
-        waiting_.erase(it);
-    }
-}
-
-void result_router::deliver(std::string id, std::uint32_t attempt, dq::outcome outcome,
-                            net::any_completion_handler<void(api::deliver_result)> handler) {
-    dispatcher* d = nullptr;
-    {
-        std::lock_guard lock(mutex_);
-        if (const auto it = waiting_.find(id); it != waiting_.end()) {
-            d = it->second;
-        }
-    }
-    if (!d) {
-        std::move(handler)(api::deliver_result::not_pending);
-        return;
-    }
-    // The waiting attempt belongs to its thread: deliver there (it may have ended since).
-    net::post(d->io(), [d, id = std::move(id), attempt, o = std::move(outcome),
-                        h = std::move(handler)]() mutable {
-        std::move(h)(d->deliver(id, attempt, std::move(o)));
-    });
 }
 
 } // namespace timewheeld::dispatch

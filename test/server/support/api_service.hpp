@@ -29,6 +29,7 @@
 #include <chrono>
 #include <filesystem>
 #include <fstream>
+#include <optional>
 #include <stdexcept>
 #include <string>
 #include <thread>
@@ -128,6 +129,47 @@ private:
     boost::beast::flat_buffer buffer_;
 };
 
+/// A new directory under /tmp named `prefix`-XXXXXX.
+inline std::filesystem::path make_temp_dir(const std::string& prefix) {
+    std::string tmpl = "/tmp/" + prefix + "-XXXXXX";
+    if (!::mkdtemp(tmpl.data())) {
+        throw std::runtime_error("make_temp_dir: mkdtemp failed");
+    }
+    return tmpl;
+}
+
+/// Starts TIMEWHEELD_BINARY into `process` with --port 0 and `args`, its output appended
+/// to `dir`/timewheeld.log (so that the log of a restarted process follows the first), and
+/// returns the port it listens on once it does (read from `dir`/port).
+/** @throws std::runtime_error when it exits or does not listen within 30 s. */
+inline std::uint16_t launch_timewheeld(std::optional<child_process>& process,
+                                       const std::filesystem::path& dir,
+                                       const std::vector<std::string>& args,
+                                       const std::vector<std::string>& env) {
+    const auto port_file = dir / "port";
+    std::error_code ec;
+    std::filesystem::remove(port_file, ec); // a restart must not read the last one's port
+    std::vector<std::string> argv = {TIMEWHEELD_BINARY, "--port", "0", "--port-file",
+                                     port_file.string()};
+    argv.insert(argv.end(), args.begin(), args.end());
+    process.reset();
+    process.emplace(
+        child_process::options{.argv = argv, .output = dir / "timewheeld.log", .env = env});
+    const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(30);
+    while (std::chrono::steady_clock::now() < deadline) {
+        std::ifstream in(port_file);
+        unsigned p = 0;
+        if (in >> p && p != 0) {
+            return static_cast<std::uint16_t>(p);
+        }
+        if (!process->running()) {
+            throw std::runtime_error("timewheeld exited at start: " + process->output());
+        }
+        std::this_thread::sleep_for(std::chrono::milliseconds(10));
+    }
+    throw std::runtime_error("timewheeld did not listen within 30 s: " + process->output());
+}
+
 /// A redis-server and a timewheeld in front of it.
 class api_service {
 public:
@@ -177,34 +219,13 @@ public:
 
 private:
     void start() {
-        char tmpl[] = "/tmp/timewheeld-test-XXXXXX";
-        if (!::mkdtemp(tmpl)) {
-            throw std::runtime_error("api_service: mkdtemp failed");
-        }
-        dir_ = tmpl;
-        const auto port_file = dir_ / "port";
-        std::vector<std::string> argv = {TIMEWHEELD_BINARY,  "--port",  "0",        "--port-file",
-                                         port_file.string(), "--store", store_url()};
+        dir_ = make_temp_dir("timewheeld-test");
+        std::vector<std::string> args = {"--store", store_url()};
         if (!opt_.worker) {
-            argv.push_back("--no-worker");
+            args.push_back("--no-worker");
         }
-        argv.insert(argv.end(), opt_.args.begin(), opt_.args.end());
-        process_.emplace(child_process::options{
-            .argv = argv, .output = dir_ / "timewheeld.log", .env = opt_.env});
-        const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(30);
-        while (std::chrono::steady_clock::now() < deadline) {
-            std::ifstream in(port_file);
-            unsigned p = 0;
-            if (in >> p && p != 0) {
-                port_ = static_cast<std::uint16_t>(p);
-                return;
-            }
-            if (!process_->running()) {
-                throw std::runtime_error("api_service: timewheeld exited at start: " + log());
-            }
-            std::this_thread::sleep_for(std::chrono::milliseconds(10));
-        }
-        throw std::runtime_error("api_service: timewheeld did not listen within 30 s: " + log());
+        args.insert(args.end(), opt_.args.begin(), opt_.args.end());
+        port_ = launch_timewheeld(process_, dir_, args, opt_.env);
     }
 
     options opt_;

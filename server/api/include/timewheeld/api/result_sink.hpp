@@ -7,9 +7,10 @@
 // attempt counts as failed and is retried). The callback side implements this interface
 // over its pending jobs; the server is given one with server::set_result_sink().
 //
-// Without a sink (the API alone), or when no attempt of that id waits on this node, the
-// endpoint answers 404 `no_pending_attempt`. With several nodes, the report may reach a
-// node that does not hold the job: docs/server.md proposes how it gets there.
+// Without a sink, or when no attempt of that id waits on any node, the endpoint answers
+// 404 `no_pending_attempt`. With several nodes, the report may reach a node that does not
+// hold the job: the sink then forwards it to the others (docs/server.md, "Report an
+// asynchronous result").
 //
 #ifndef TIMEWHEELD_API_RESULT_SINK_HPP
 #define TIMEWHEELD_API_RESULT_SINK_HPP
@@ -28,6 +29,8 @@ enum class deliver_result {
     accepted,      ///< the pending job reported it: it is (or will be) acknowledged
     not_pending,   ///< no attempt of this task waits for a result here
     wrong_attempt, ///< an attempt waits, but not the one reported (a late report)
+    forwarded,     ///< sent to the other nodes, none of which said yet what it did with it
+    unavailable,   ///< it had to go to the other nodes, and could not be sent (store down)
 };
 
 /// Receives the results reported for callbacks that answered 202.

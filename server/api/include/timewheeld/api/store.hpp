@@ -15,10 +15,12 @@
 #define TIMEWHEELD_API_STORE_HPP
 
 #include <timewheel/dq/store.hpp>
+#include <timewheel/redis/config.hpp>
 
 #include <chrono>
 #include <functional>
 #include <memory>
+#include <optional>
 #include <string>
 #include <string_view>
 
@@ -37,6 +39,19 @@ struct store_options {
     /// The worker's name in the store's execution log, and the connection's client name.
     std::string client_name = "timewheeld";
 };
+
+/// Where a redis:// store points: the server's config and the queue's name.
+struct redis_location {
+    timewheel::redis::config config;
+    std::string queue;
+};
+
+/// Where the redis:// store `url` points (its host resolved, as make_store() does); nothing
+/// for the other schemes. For what shares the store's Redis besides the store, such as the
+/// forwarding of reported results between nodes.
+/** @throws std::invalid_argument as make_store() does for a malformed redis:// URL. */
+std::optional<redis_location> redis_location_of(std::string_view url,
+                                                const store_options& opt = {});
 
 /// Opens the store that `url` names, on `ex`.
 /** @throws std::invalid_argument naming what is wrong with the URL (an unknown scheme, a

@@ -28,6 +28,7 @@
 #include <timewheeld/api/settings.hpp>
 #include <timewheeld/callback/client.hpp>
 #include <timewheeld/callback/payload.hpp>
+#include <timewheeld/dispatch/result_router.hpp>
 
 #include <timewheel/dq/store.hpp>
 #include <timewheel/dq/worker.hpp>
@@ -51,6 +52,9 @@ struct options {
     callback::payload_limits payload;
     /// After a 202, how long the attempt waits for its result before it is retried.
     std::chrono::milliseconds result_deadline{300000};
+    /// The lease of a claim (dq::claim_options::lease); 0: 30 s, or 3 x the callback
+    /// timeout when longer.
+    std::chrono::milliseconds lease{0};
     /// Callbacks in flight at once (dq::worker_options::concurrency).
     std::size_t concurrency = 64;
     /// The worker's name in the execution log.
@@ -59,8 +63,6 @@ struct options {
 
 /// The dispatcher options the service's settings describe.
 options options_from(const api::settings& s);
-
-class result_router;
 
 /// The callbacks of one thread.
 /**
@@ -98,26 +100,6 @@ public:
 
 private:
     std::shared_ptr<state> state_;
-};
-
-/// The result sink over the service's dispatchers: finds the thread whose attempt waits
-/// for the reported result and delivers it there.
-/**
- * @par Thread Safety
- * Every member may be called from any thread.
- */
-class result_router final : public api::result_sink {
-public:
-    void deliver(std::string id, std::uint32_t attempt, timewheel::dq::outcome outcome,
-                 boost::asio::any_completion_handler<void(api::deliver_result)> handler) override;
-
-private:
-    friend class dispatcher;
-    void add(const std::string& id, dispatcher* d);
-    void remove(const std::string& id, dispatcher* d);
-
-    std::mutex mutex_;
-    std::unordered_map<std::string, dispatcher*> waiting_;
 };
 
 } // namespace timewheeld::dispatch
