@@ -6,6 +6,8 @@
 
 #include <timewheel/detail/completed_waits.hpp>
 
+#include <cstddef>
+
 namespace timewheel::detail {
 
 namespace net = boost::asio;
@@ -91,11 +93,17 @@ void completed_waits::flush(bool keep_first) noexcept {
 
 void completed_waits::post(op_queue<wait_op_base>& ops) noexcept {
     net::detail::op_queue<net::detail::scheduler_operation> queue;
+    std::size_t count = 0;
     while (wait_op_base* op = ops.front()) {
         ops.pop();
         queue.push(op);
+        ++count;
     }
-    scheduler_.post_deferred_completions(queue);
+    if (count != 0) {
+        // A continuation: inside run() the waits go to this thread's private queue and are
+        // counted without an atomic (a wheel belongs to the thread that runs it).
+        scheduler_.post_immediate_completions(count, queue, true);
+    }
 }
 
 } // namespace timewheel::detail

@@ -67,6 +67,7 @@ wheel_service::wheel_service(net::execution_context& context)
     , reactor_(net::use_service<net::detail::timer_scheduler>(context))
     , completed_(scheduler_)
     , continuation_(this)
+    , aborted_op_(this)
     , tick_ns_(options_.tick.count())
     , origin_(clock_type::now()) {
     wheel_.emplace(0, wheel_options{options_.levels});
@@ -167,27 +168,12 @@ void wheel_service::driver_op::do_complete(void* owner, net::detail::scheduler_o
     auto* op = static_cast<driver_op*>(base);
     wheel_service* service = op->service_;
     const boost::system::error_code ec = op->ec_;
-    detail::op_queue<detail::wait_op_base> carried;
-    carried.push(op->carried_);
     op->next_free_ = service->free_driver_ops_;
     service->free_driver_ops_ = op;
     if (service->pending_driver_ == op) {
         service->pending_driver_ = nullptr;
     }
-    if (owner == nullptr) { // the context is shutting down: destroy, don't invoke
-        while (detail::wait_op_base* w = carried.front()) {
-            carried.pop();
-            w->destroy();
-        }
-        return;
-    }
-    if (detail::wait_op_base* first = carried.front()) {
-        carried.pop();
-        service->completed_.post(carried);
-        service->completed_.run_inline(owner, first);
-        return;
-    }
-    if (ec != net::error::operation_aborted) {
+    if (owner != nullptr && ec != net::error::operation_aborted) {
         service->on_driver(owner);
     }
 }
@@ -195,6 +181,36 @@ void wheel_service::driver_op::do_complete(void* owner, net::detail::scheduler_o
 wheel_service::continuation_op::continuation_op(wheel_service* service) noexcept
     : scheduler_operation(&continuation_op::do_complete)
     , service_(service) {}
+
+wheel_service::aborted_op::aborted_op(wheel_service* service) noexcept
+    : scheduler_operation(&aborted_op::do_complete)
+    , service_(service) {}
+
+void wheel_service::aborted_op::do_complete(void* owner, net::detail::scheduler_operation* base,
+                                            const boost::system::error_code&, std::size_t) {
+    wheel_service* service = static_cast<aborted_op*>(base)->service_;
+    service->aborted_posted_ = false;
+    detail::op_queue<detail::wait_op_base> ops;
+    ops.push(service->aborted_);
+    detail::wait_op_base* first = ops.front();
+    if (first == nullptr) {
+        return;
+    }
+    ops.pop();
+    if (owner == nullptr) { // the context is shutting down: destroy, don't invoke
+        first->destroy();
+        while (detail::wait_op_base* w = ops.front()) {
+            ops.pop();
+            w->destroy();
+        }
+        return;
+    }
+    // The others first, so that a handler that throws leaves them queued. They keep their
+    // cancellation order, and run after the handlers queued before this operation ran (as
+    // with steady_timer, an aborted wait has no set place among unrelated handlers).
+    service->completed_.post(ops);
+    service->completed_.run_inline(owner, first);
+}
 
 void wheel_service::continuation_op::do_complete(void* owner,
                                                  net::detail::scheduler_operation* base,
@@ -268,16 +284,16 @@ void wheel_service::start_driver(tick_type tick) {
     }
 }
 
-wheel_service::driver_op* wheel_service::stop_driver() noexcept {
+void wheel_service::stop_driver(bool work_held) noexcept {
     driver_state_ = driver_state::idle;
     driver_op* pending = std::exchange(pending_driver_, nullptr);
     if (pending == nullptr) {
         reactor_.cancel_timer(timer_queue_, timer_data_);
-        return nullptr;
+        return;
     }
-    if (inside_run()) {
-        // The handler running now keeps the io_context's work above zero: taking the wait
-        // back cannot stop the io_context under it.
+    if (work_held || inside_run()) {
+        // The handler running now, or an operation the caller has just queued, keeps the
+        // io_context's work above zero: taking the wait back cannot stop the io_context.
         net::detail::op_queue<net::detail::scheduler_operation> old;
         if (timer_queue_.cancel_timer(timer_data_, old) != 0) {
             old.pop();
@@ -285,11 +301,11 @@ wheel_service::driver_op* wheel_service::stop_driver() noexcept {
             free_driver_ops_ = pending;
             scheduler_.work_finished();
         }
-        return nullptr;
+        return;
     }
     // Outside run(), the io_context could run out of work here and stop: let the wait
-    // complete with operation_aborted instead. It carries the waits cancelled with it.
-    return reactor_.cancel_timer(timer_queue_, timer_data_) != 0 ? pending : nullptr;
+    // complete with operation_aborted instead.
+    reactor_.cancel_timer(timer_queue_, timer_data_);
 }
 
 void wheel_service::on_driver(void* owner) {
@@ -348,10 +364,10 @@ void wheel_service::finish_run(bool unwinding) {
 // --- wheel_timer waits ------------------------------------------------------------------
 
 void wheel_service::arm_for_wait(implementation_type& impl) {
+    // No work is counted per wait: the driver's reactor wait counts for the whole wheel.
     if (!impl.armed()) {
-        arm(impl, impl.expiry, impl.slack); // the only step that may throw: first
+        arm(impl, impl.expiry, impl.slack);
     }
-    scheduler_.work_started();
 }
 
 void wheel_service::add_wait(implementation_type& impl, detail::wait_op_base* op) {
@@ -402,27 +418,38 @@ std::size_t wheel_service::complete_waits(implementation_type& impl, std::size_t
         }
         return count;
     }
-    driver_op* aborted = nullptr;
-    if (!impl.has_waits()) {
-        aborted = cancel_entry(impl);
-    }
-    if (aborted != nullptr) {
-        aborted->carried_.push(done);
-    } else {
-        completed_.post(done);
-    }
+    post_aborted(done);
+    disarm_if_idle(impl);
     return count;
 }
 
-wheel_service::driver_op* wheel_service::cancel_entry(detail::service_entry& entry) noexcept {
+void wheel_service::post_aborted(detail::op_queue<detail::wait_op_base>& done) noexcept {
+    if (!aborted_posted_ && inside_run()) {
+        completed_.post(done); // the thread's private queue: no lock, no atomic
+        return;
+    }
+    // Outside run() a post takes the scheduler's mutex and counts work atomically: once per
+    // batch. Inside run(), waits join a batch already queued, to keep cancellation order.
+    aborted_.push(done);
+    if (!aborted_posted_) {
+        aborted_posted_ = true;
+        scheduler_.post_immediate_completion(&aborted_op_, false);
+    }
+}
+
+void wheel_service::disarm_if_idle(implementation_type& impl) noexcept {
+    if (impl.has_waits()) {
+        return;
+    }
     detail::thread_check::scope check(thread_check_);
-    if (!wheel_->cancel(entry)) {
-        return nullptr;
+    if (!wheel_->cancel(impl)) {
+        return;
     }
     if (--armed_ == 0 && driver_state_ == driver_state::waiting) {
-        return stop_driver(); // nothing left to wait for: let run() return
+        // Nothing left to wait for: let run() return. The completions just queued hold
+        // work, so the reactor wait can be taken back without stopping the io_context.
+        stop_driver(true);
     }
-    return nullptr;
 }
 
 void wheel_service::cancel_wait(void* service, detail::async_op_base& base) {
@@ -452,15 +479,8 @@ void wheel_service::cancel_inline_wait(void* service, detail::inline_wait& wait)
 void wheel_service::post_cancelled(implementation_type& impl, detail::wait_op_base* op) noexcept {
     detail::op_queue<detail::wait_op_base> done;
     done.push(op);
-    driver_op* aborted = nullptr;
-    if (!impl.has_waits()) {
-        aborted = cancel_entry(impl);
-    }
-    if (aborted != nullptr) {
-        aborted->carried_.push(done);
-    } else {
-        completed_.post(done);
-    }
+    post_aborted(done);
+    disarm_if_idle(impl);
 }
 
 void wheel_service::on_timer_event(implementation_type& impl, detail::entry_event event) noexcept {
@@ -510,14 +530,7 @@ void wheel_service::move_construct(implementation_type& impl, implementation_typ
         other.handler_.relocate_to(impl.handler_);
         impl.take_cancellation(other);
     }
-    impl.queued_tail = std::exchange(other.queued_tail, nullptr);
-    if (impl.queued_tail != nullptr) {
-        detail::wait_op_base* op = impl.queued_tail;
-        do {
-            op->timer_ = &impl;
-            op = implementation_type::next_of(op);
-        } while (op != impl.queued_tail);
-    }
+    impl.take_queued(other);
 }
 
 void wheel_service::move_assign(implementation_type& impl, wheel_service& /*other_service*/,

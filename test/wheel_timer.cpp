@@ -1534,6 +1534,62 @@ BOOST_AUTO_TEST_CASE(one_wait_costs_one_handler_run_as_with_steady_timer) {
             net::post(io, [t] { t->cancel(); });
         },
         2);
+    // Three timers cancelled before run() (one batch for the wheel): three aborted
+    // handlers, and the driver's wait taken back without a handler of its own.
+    same_count_as_steady_timer(
+        [](net::io_context& io, auto& timers) {
+            using timer_type = typename std::decay_t<decltype(timers)>::value_type::element_type;
+            for (int i = 0; i < 3; ++i) {
+                auto& t = *timers.emplace_back(std::make_unique<timer_type>(io, 1h));
+                t.async_wait([](error_code) {});
+            }
+            for (auto& t : timers) {
+                t->cancel();
+            }
+        },
+        3);
+    // Cancelled by a posted handler, several: that handler and each aborted one.
+    same_count_as_steady_timer(
+        [](net::io_context& io, auto& timers) {
+            using timer_type = typename std::decay_t<decltype(timers)>::value_type::element_type;
+            for (int i = 0; i < 3; ++i) {
+                auto& t = *timers.emplace_back(std::make_unique<timer_type>(io, 1h));
+                t.async_wait([](error_code) {});
+            }
+            net::post(io, [&timers] {
+                for (auto& t : timers) {
+                    t->cancel();
+                }
+            });
+        },
+        4);
+}
+
+BOOST_AUTO_TEST_CASE(waits_cancelled_outside_run_complete_in_cancellation_order) {
+    // One batch: the first runs inside the operation that carries the batch, the others are
+    // queued behind it; a wait cancelled after a handler ran starts a new batch.
+    net::io_context io;
+    std::vector<std::unique_ptr<wheel_timer>> timers;
+    std::vector<int> order;
+    for (int i = 0; i < 5; ++i) {
+        auto& t = *timers.emplace_back(std::make_unique<wheel_timer>(io, 1h));
+        t.async_wait([&order, i](error_code ec) {
+            BOOST_TEST((ec == aborted));
+            order.push_back(i);
+        });
+    }
+    for (int i : {3, 0, 4}) {
+        BOOST_TEST(timers[i]->cancel() == 1u);
+    }
+    BOOST_TEST(io.run_one() == 1u); // one handler per run_one(), as with steady_timer
+    BOOST_TEST(order == (std::vector<int>{3}), boost::test_tools::per_element());
+    BOOST_TEST(timers[1]->cancel() == 1u);
+    BOOST_TEST(timers[2]->cancel() == 1u);
+    watchdog dog(io);
+    BOOST_TEST(io.run() == 4u); // returns: no wait is pending
+    BOOST_TEST(!dog.fired());
+    BOOST_TEST(order == (std::vector<int>{3, 0, 4, 1, 2}), boost::test_tools::per_element());
+    BOOST_TEST(service_of(io).size() == 0u);
 }
 
 BOOST_AUTO_TEST_CASE(run_one_returns_after_the_users_handler) {

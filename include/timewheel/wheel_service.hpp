@@ -13,6 +13,15 @@
 // negative delay) skips the reactor: the same posted continuation runs it on the next turn.
 // The driver's operations are recycled: no allocation per wakeup.
 //
+// Work on the io_context is counted once for the whole wheel, as Asio's own timer service
+// counts it per reactor wait: the driver's reactor wait (or its queued continuation) keeps
+// run() from returning while any entry is armed, so arming and cancelling a wait touch no
+// shared counter. A completed wait is counted when it is queued; the first of a run, or of a
+// batch, runs inside the operation that delivers it. Waits aborted outside run() are queued
+// on the service and completed by one posted operation per batch (what Asio pays per post,
+// a mutex and an atomic, is then paid once per batch instead of once per cancel); inside
+// run() they go to the thread's private queue, which costs no atomic.
+//
 // Trade-offs: deadlines are rounded up to a tick, so that nothing fires early; to keep a
 // zero delay from waiting for the next tick, arm() reads the clock when the deadline falls
 // in the tick after the wheel's time (or the wheel is idle), and only then. A deadline moved
@@ -257,6 +266,8 @@ private:
     detail::wait_op_base* take_inline(implementation_type& impl,
                                       const boost::system::error_code& ec) noexcept;
     void post_cancelled(implementation_type& impl, detail::wait_op_base* op) noexcept;
+    void post_aborted(detail::op_queue<detail::wait_op_base>& done) noexcept;
+    void disarm_if_idle(implementation_type& impl) noexcept;
     static void cancel_wait(void* service, detail::async_op_base& op);
     static void cancel_inline_wait(void* service, detail::inline_wait& wait);
     std::size_t complete_waits(implementation_type& impl, std::size_t max,
@@ -271,8 +282,6 @@ private:
     public:
         explicit driver_op(wheel_service* service) noexcept;
         driver_op* next_free_ = nullptr;
-        // Waits cancelled (outside run()) when this wait was aborted: the abort runs them.
-        detail::op_queue<detail::wait_op_base> carried_;
 
     private:
         static void do_complete(void* owner, boost::asio::detail::scheduler_operation* base,
@@ -291,15 +300,26 @@ private:
         wheel_service* service_;
     };
 
+    // Completes the waits aborted outside run(), posted once for all of them: the first
+    // inline, the others queued behind it (see post_aborted()).
+    class aborted_op : public boost::asio::detail::scheduler_operation {
+    public:
+        explicit aborted_op(wheel_service* service) noexcept;
+
+    private:
+        static void do_complete(void* owner, boost::asio::detail::scheduler_operation* base,
+                                const boost::system::error_code&, std::size_t);
+        wheel_service* service_;
+    };
+
     [[noreturn]] static void throw_negative_slack();
     bool settle_tick(time_point expiry, tick_type& tick);
     tick_type floor_tick(time_point t) const noexcept;
     void update_driver(bool due_now = false);
     void post_continuation() noexcept;
     void start_driver(tick_type tick);
-    driver_op* stop_driver() noexcept;
+    void stop_driver(bool work_held = false) noexcept;
     void on_driver(void* owner);
-    driver_op* cancel_entry(detail::service_entry& entry) noexcept;
     void wake(void* owner);
     void run_due();
     void finish_run(bool unwinding);
@@ -315,6 +335,9 @@ private:
     detail::completed_waits completed_;     // the wait-queue half (detail/completed_waits.hpp)
     detail::inline_wait_carriers carriers_; // what completed inline waits travel in
     continuation_op continuation_;
+    aborted_op aborted_op_;
+    detail::op_queue<detail::wait_op_base> aborted_; // waits aborted_op_ will complete
+    bool aborted_posted_ = false;                    // aborted_op_ is queued
     wheel_service_options options_;
     std::int64_t tick_ns_;
     time_point origin_;

@@ -8,8 +8,12 @@
 // here (push()). When the run ends, flush() orders them earliest expiry first (waits that
 // expire together complete in steady_timer's order), keeps the first, which the driver's own
 // completion then runs inline (run_inline(): one wait costs the user one handler run in
-// io_context::run(), as with steady_timer), and posts the others. Waits completed outside a
-// run (cancelled, or carried by an aborted driver wait) are posted at once (post()).
+// io_context::run(), as with steady_timer), and posts the others. Aborted waits are posted
+// by the service (post()), directly or through the operation that completes a batch.
+//
+// No work is counted while a wait is pending (the driver's reactor wait counts for the
+// wheel): post() counts each wait it queues, and a wait run inline is part of the operation
+// running it.
 //
 // Part of wheel_service, on its thread; it allocates nothing.
 //
@@ -53,15 +57,13 @@ public:
         return op;
     }
 
-    /// Posts completed waits to the io_context, in order.
+    /// Posts completed waits to the io_context, in order, counting each as work. Inside
+    /// run() they go to the thread's private queue, without a lock or an atomic.
     void post(op_queue<wait_op_base>& ops) noexcept;
 
     /// Runs a completed wait's handler inside the scheduler operation running now (the
-    /// driver's), which counts as the one run of this wait.
-    void run_inline(void* owner, wait_op_base* op) {
-        scheduler_.work_finished(); // the scheduler counts work per operation it runs
-        op->complete(owner, op->ec_, 0);
-    }
+    /// driver's, or a batch's), which counts as the one run of this wait.
+    static void run_inline(void* owner, wait_op_base* op) { op->complete(owner, op->ec_, 0); }
 
 private:
     boost::asio::detail::scheduler& scheduler_;

@@ -35,8 +35,10 @@
 
 #include <chrono>
 #include <cstddef>
+#include <cstdint>
 #include <new>
 #include <type_traits>
+#include <utility>
 
 namespace timewheel {
 namespace detail {
@@ -209,23 +211,6 @@ void inline_wait_act(inline_action action, void* from, void* to, void* owner,
     }
 }
 
-/// Whether Asio's handler_work for this handler and I/O executor would own no work, and so
-/// call the handler directly on completion: the condition for keeping it inline.
-template <typename Handler, typename IoExecutor>
-bool completes_natively(Handler& handler, const IoExecutor& io_ex) noexcept {
-    using work = net::detail::handler_work<Handler, IoExecutor>;
-    typename work::base1_type base1(0, 0, io_ex);
-    if (base1.owns_work()) {
-        return false;
-    }
-    if constexpr (requires { typename work::base2_type; }) {
-        typename work::base2_type base2(false, net::get_associated_executor(handler, io_ex), io_ex);
-        return !base2.owns_work();
-    } else {
-        return true;
-    }
-}
-
 void on_timer_event(wheel_service& service, service_entry& entry, entry_event event);
 
 struct timer_impl : service_entry, inline_wait {
@@ -234,50 +219,80 @@ struct timer_impl : service_entry, inline_wait {
 
     std::chrono::steady_clock::time_point expiry{};
     std::chrono::steady_clock::duration slack{};
-    // The allocated waits, after the inline one: a circular list through the operations'
-    // `next_` (tail->next is the oldest), so that one pointer keeps it FIFO.
-    wait_op_base* queued_tail = nullptr;
 
-    bool has_waits() const noexcept { return pending() || queued_tail != nullptr; }
+    /// What the timer's first wait found of its I/O executor: whether Asio's handler_work
+    /// would own work on it. The executor never changes under a timer (it moves with the
+    /// timer's state), so it is examined once, not on every arm: it lies in the last cache
+    /// line of a wheel_timer, which arm and cancel otherwise never touch.
+    enum class io_executor : std::uintptr_t { unknown = 0, native = 1, tracked = 2 };
+
+    io_executor io() const noexcept { return static_cast<io_executor>(tail_bits_ & io_mask); }
+
+    void set_io(io_executor io) noexcept {
+        tail_bits_ = (tail_bits_ & ~io_mask) | static_cast<std::uintptr_t>(io);
+    }
+
+    /// The newest allocated wait (null: none).
+    wait_op_base* queued_tail() const noexcept {
+        return reinterpret_cast<wait_op_base*>(tail_bits_ & ~io_mask);
+    }
+
+    bool has_waits() const noexcept { return pending() || (tail_bits_ & ~io_mask) != 0; }
 
     wait_op_base* queued_front() const noexcept {
-        return queued_tail != nullptr ? next_of(queued_tail) : nullptr;
+        wait_op_base* tail = queued_tail();
+        return tail != nullptr ? next_of(tail) : nullptr;
     }
 
     void push_queued(wait_op_base* op) noexcept {
-        if (queued_tail == nullptr) {
+        wait_op_base* tail = queued_tail();
+        if (tail == nullptr) {
             set_next(op, op);
         } else {
-            set_next(op, next_of(queued_tail));
-            set_next(queued_tail, op);
+            set_next(op, next_of(tail));
+            set_next(tail, op);
         }
-        queued_tail = op;
+        set_queued_tail(op);
     }
 
     /// Removes @c op (queued here) from the list.
     void unlink_queued(wait_op_base* op) noexcept {
-        wait_op_base* prev = queued_tail;
+        wait_op_base* tail = queued_tail();
+        wait_op_base* prev = tail;
         while (next_of(prev) != op) {
             prev = next_of(prev);
         }
         if (prev == op) { // the only one
-            queued_tail = nullptr;
+            set_queued_tail(nullptr);
         } else {
             set_next(prev, next_of(op));
-            if (queued_tail == op) {
-                queued_tail = prev;
+            if (tail == op) {
+                set_queued_tail(prev);
             }
         }
         set_next(op, nullptr);
     }
 
+    /// Takes over @c other's allocated waits and what it found of its executor (both move
+    /// with the executor); @c other is left with neither.
+    void take_queued(timer_impl& other) noexcept {
+        tail_bits_ = std::exchange(other.tail_bits_, 0);
+        if (wait_op_base* tail = queued_tail()) {
+            wait_op_base* op = tail;
+            do {
+                op->timer_ = this;
+                op = next_of(op);
+            } while (op != tail);
+        }
+    }
+
     /// Pending waits, inline and allocated.
     std::size_t waits() const noexcept {
         std::size_t n = pending() ? 1 : 0;
-        if (queued_tail != nullptr) {
-            for (wait_op_base* op = next_of(queued_tail);; op = next_of(op)) {
+        if (wait_op_base* tail = queued_tail()) {
+            for (wait_op_base* op = next_of(tail);; op = next_of(op)) {
                 ++n;
-                if (op == queued_tail) {
+                if (op == tail) {
                     break;
                 }
             }
@@ -291,7 +306,42 @@ struct timer_impl : service_entry, inline_wait {
     static void set_next(wait_op_base* op, wait_op_base* next) noexcept {
         net::detail::op_queue_access::next(op, next);
     }
+
+private:
+    static constexpr std::uintptr_t io_mask = 3;
+    static_assert(alignof(wait_op_base) > io_mask, "the low bits of an operation's address");
+
+    void set_queued_tail(wait_op_base* op) noexcept {
+        tail_bits_ = reinterpret_cast<std::uintptr_t>(op) | (tail_bits_ & io_mask);
+    }
+
+    // The allocated waits, after the inline one: a circular list through the operations'
+    // `next_` (the tail's next is the oldest), so that one pointer keeps it FIFO. Its two
+    // low bits hold io(), in the timer's hot cache line, so that the timer stays 160 bytes.
+    std::uintptr_t tail_bits_ = 0;
 };
+
+/// Whether Asio's handler_work for this handler and the timer's I/O executor would own no
+/// work, and so call the handler directly on completion: the condition for keeping it
+/// inline. The executor's part is examined at the timer's first wait only (timer_impl::io()).
+template <typename Handler, typename IoExecutor>
+bool completes_natively(Handler& handler, const IoExecutor& io_ex, timer_impl& impl) noexcept {
+    using work = net::detail::handler_work<Handler, IoExecutor>;
+    if (impl.io() == timer_impl::io_executor::unknown) {
+        typename work::base1_type base1(0, 0, io_ex);
+        impl.set_io(base1.owns_work() ? timer_impl::io_executor::tracked
+                                      : timer_impl::io_executor::native);
+    }
+    if (impl.io() != timer_impl::io_executor::native) {
+        return false;
+    }
+    if constexpr (requires { typename work::base2_type; }) {
+        typename work::base2_type base2(false, net::get_associated_executor(handler, io_ex), io_ex);
+        return !base2.owns_work();
+    } else {
+        return true;
+    }
+}
 
 } // namespace detail
 } // namespace timewheel

@@ -101,7 +101,7 @@ void wheel_service::async_wait(implementation_type& impl, Handler& handler,
     if constexpr (detail::fits_inline<Handler>) {
         // The first wait of the timer, in the timer. Only when no wait is pending, so that
         // the inline wait is always the oldest (waits complete in FIFO order).
-        if (!impl.has_waits() && detail::completes_natively(handler, io_ex)) {
+        if (!impl.has_waits() && detail::completes_natively(handler, io_ex, impl)) {
             impl.install_cancellation(slot, &wheel_service::cancel_inline_wait, this, accepted);
             try {
                 arm_for_wait(impl);
