@@ -23,11 +23,11 @@
 //   from occupied slot to occupied slot, so catching up after a long stall costs the same
 //   as a short one; and it returns at once, without looking at a bitmap, when no slot
 //   starts before its target (the wheel keeps a lower bound of the next slot's start).
-// * A slot above level 0 is four lists, picked by the entry's index at the level below
+// * A slot above level 0 is 16 lists, picked by the entry's index at the level below
 //   (so entries that will share a finer slot, and so every entry of one tick, share a
-//   list, in arm order). Cascading walks the four lists in turn: four independent chains
-//   of cold entries whose cache misses overlap, where one list would wait for each entry
-//   before it can load the next.
+//   list, in arm order). Cascading walks the non-empty lists in turn: up to 16 independent
+//   chains of cold entries whose cache misses overlap, where one list would wait for each
+//   entry before it can load the next (at 1M entries, a whole memory latency per entry).
 // * A level-0 slot holds the entries of one tick. When it comes due it is spliced whole
 //   onto the run queue (two pointer writes) and its entries fire from there, one walk.
 // * A deadline beyond the range is filed in the top level by its own bits. A top-level
@@ -137,8 +137,12 @@ private:
     tick_type fire_tick() const noexcept;
 
     void unlink() noexcept {
-        link_.prev_->next_ = link_.next_;
-        link_.next_->prev_ = link_.prev_;
+        // Both neighbours read before either is written: the compiler cannot know that the
+        // stores do not alias the entry, and would otherwise read the entry again.
+        detail::wheel_link* const next = link_.next_;
+        detail::wheel_link* const prev = link_.prev_;
+        prev->next_ = next;
+        next->prev_ = prev;
         link_.next_ = nullptr;
     }
 
@@ -291,7 +295,7 @@ private:
     static constexpr unsigned slot_bits = 8;
     static constexpr unsigned slots = 1u << slot_bits;
     static constexpr unsigned words = slots / 64; // of an occupancy bitmap
-    static constexpr unsigned lists = 4;          // per slot above level 0
+    static constexpr unsigned lists = 16;         // per slot above level 0
     static constexpr unsigned used_levels = 8;    // 256^8: the whole tick range
     static constexpr std::uint16_t run_queue_slot = 0xffff;
     static constexpr tick_type no_tick = std::numeric_limits<tick_type>::max();

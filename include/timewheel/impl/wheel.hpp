@@ -240,29 +240,38 @@ std::size_t wheel::advance(tick_type now, std::size_t budget, Handler&& handler)
 }
 
 inline void wheel::cascade(unsigned level, unsigned index) noexcept {
-    // The slot's lists are detached, then walked in turn, one entry of each per round, so
-    // that the loads of the next entries of the four chains are in flight together. Each
-    // list still ends at its (now empty) head.
+    // The slot's lists are detached, then walked in turn, one entry of each non-empty list
+    // per round, so that the loads of the next entries of up to `lists` chains are in flight
+    // together: at 1M entries each step of a chain is a cache (and TLB) miss, and one chain
+    // walked alone costs a whole memory latency per entry. A chain that ends is replaced by
+    // the last one still walking. Each list still ends at its (now empty) head.
     std::array<link, lists>& heads = upper_[level - 1][index];
     std::array<link*, lists> at;
-    for (unsigned i = 0; i < lists; ++i) {
-        at[i] = heads[i].next_;
-        heads[i].next_ = heads[i].prev_ = &heads[i];
-    }
-    for (;;) {
-        unsigned walking = 0;
-        for (unsigned i = 0; i < lists; ++i) {
-            if (at[i] != &heads[i]) {
-                link* const node = at[i];
-                at[i] = node->next_;
-                __builtin_prefetch(at[i]);
-                wheel_entry& entry = entry_of(node);
-                file(entry, entry.meta_ & ~wheel_entry::slot_mask);
-                ++walking;
-            }
+    std::array<link*, lists> end;
+    unsigned walking = 0;
+    for (link& head : heads) {
+        if (head.next_ != &head) {
+            at[walking] = head.next_;
+            end[walking] = &head;
+            ++walking;
+            head.next_ = head.prev_ = &head;
         }
-        if (walking == 0) {
-            return;
+    }
+    while (walking != 0) {
+        for (unsigned i = 0; i < walking;) {
+            link* const node = at[i];
+            link* const next = node->next_;
+            __builtin_prefetch(next, 1);
+            wheel_entry& entry = entry_of(node);
+            file(entry, entry.meta_ & ~wheel_entry::slot_mask);
+            if (next == end[i]) {
+                --walking;
+                at[i] = at[walking];
+                end[i] = end[walking];
+            } else {
+                at[i] = next;
+                ++i;
+            }
         }
     }
 }
