@@ -875,15 +875,44 @@ BOOST_AUTO_TEST_CASE(fifo_among_entries_of_the_same_tick) {
     BOOST_TEST(r.log == expected);
 }
 
-BOOST_AUTO_TEST_CASE(fifo_among_exact_and_slack_entries_of_the_same_tick) {
+BOOST_AUTO_TEST_CASE(fifo_among_exact_and_slack_entries_of_the_same_deadline) {
     tw::wheel w;
-    probe a(1), b(2), c(3);
-    w.arm(a, 4000, 4095); // rounds up to 4096 (a multiple of 256)
+    probe a(1), b(2), c(3), d(4), e(5);
+    w.arm(a, 4096, 4095); // a multiple of 256: fires in place at level 1
     w.arm(b, 4096);
-    w.arm(c, 4090, 255); // rounds up to 4096
+    w.arm(c, 4096, 255);
+    w.arm(d, 4000, 4095); // rounds up to 4096: the same tick, another deadline
+    w.arm(e, 4096, 1);
     recorder r{w};
-    BOOST_TEST(w.advance(10000, r) == 3u);
-    BOOST_TEST(r.log == (shots{{1, 4096}, {2, 4096}, {3, 4096}}));
+    BOOST_TEST(w.advance(10000, r) == 5u);
+    std::vector<int> of_4096;
+    for (const auto& [id, at] : r.log) {
+        BOOST_TEST(at == 4096u);
+        if (id != 4) {
+            of_4096.push_back(id);
+        }
+    }
+    BOOST_TEST(of_4096 == (std::vector<int>{1, 2, 3, 5}));
+}
+
+// Entries that fire in place in one slot above level 0 (rounded up by their slack) are
+// spread over the slot's lists by deadline, so that the slot's walk is not one chain;
+// each deadline's entries still fire in arm order.
+BOOST_AUTO_TEST_CASE(fifo_per_deadline_among_many_slack_entries_of_one_slot) {
+    tw::wheel w;
+    std::deque<probe> probes;
+    for (int i = 0; i < 400; ++i) {
+        probes.emplace_back(i);
+        w.arm(probes.back(), 65536 - 255 + static_cast<tick_type>(i % 40), 255);
+    }
+    recorder r{w};
+    BOOST_TEST(w.advance(70000, r) == 400u);
+    std::vector<int> last(40, -1);
+    for (const auto& [id, at] : r.log) {
+        BOOST_TEST(at == 65536u);
+        BOOST_TEST(id > last[static_cast<std::size_t>(id % 40)]);
+        last[static_cast<std::size_t>(id % 40)] = id;
+    }
 }
 
 BOOST_AUTO_TEST_CASE(rearming_counts_as_a_fresh_arm) {

@@ -23,11 +23,13 @@
 //   from occupied slot to occupied slot, so catching up after a long stall costs the same
 //   as a short one; and it returns at once, without looking at a bitmap, when no slot
 //   starts before its target (the wheel keeps a lower bound of the next slot's start).
-// * A slot above level 0 is four lists, picked by the entry's index at the level below
+// * A slot above level 0 is 16 lists, picked by the entry's index at the level below
 //   (so entries that will share a finer slot, and so every entry of one tick, share a
-//   list, in arm order). Cascading walks the four lists in turn: four independent chains
-//   of cold entries whose cache misses overlap, where one list would wait for each entry
-//   before it can load the next.
+//   list, in arm order), or for an entry that fires when the slot comes due, by a hash of
+//   its deadline (every entry of one deadline shares a list). Cascading walks the non-empty lists
+//   in turn: up to 16 independent chains of cold entries whose cache misses overlap, where one list
+//   would wait for each entry before it can load the next (at 1M entries, a whole memory latency
+//   per entry).
 // * A level-0 slot holds the entries of one tick. When it comes due it is spliced whole
 //   onto the run queue (two pointer writes) and its entries fire from there, one walk.
 // * A deadline beyond the range is filed in the top level by its own bits. A top-level
@@ -39,7 +41,9 @@
 //   up to the coarsest granularity (256^k) that honours it (unless that would pass the
 //   largest tick: then it is exact). The rounded deadline is the start of a slot at every
 //   level up to k, so once it is filed at a level <= k it fires in place without cascading.
-//   Idle timeouts and cache expiry want this.
+//   Idle timeouts and cache expiry want this. Entries that fire in place share their
+//   slot's start as fire tick, so their list is picked by their deadline instead (see
+//   below); the slot's walk then has up to 16 chains, not one.
 // * Moving later is lazy: only the deadline is stored, and the entry is re-filed when its
 //   old slot comes due. A connection re-armed on every read is re-filed about once per
 //   timeout period. Moving to a time before the start of the entry's slot relinks it.
@@ -137,8 +141,12 @@ private:
     tick_type fire_tick() const noexcept;
 
     void unlink() noexcept {
-        link_.prev_->next_ = link_.next_;
-        link_.next_->prev_ = link_.prev_;
+        // Both neighbours read before either is written: the compiler cannot know that the
+        // stores do not alias the entry, and would otherwise read the entry again.
+        detail::wheel_link* const next = link_.next_;
+        detail::wheel_link* const prev = link_.prev_;
+        prev->next_ = next;
+        next->prev_ = prev;
         link_.next_ = nullptr;
     }
 
@@ -178,8 +186,11 @@ struct wheel_options {
  * advance() whose @c now reaches its deadline, and now() then equals its deadline. An entry
  * with slack @c s fires at a tick in [deadline, deadline + s]. A deadline at or before now()
  * means "due now": the entry fires in the next advance(). Among entries armed for the same
- * tick and not moved since, the first armed fires first. A moved entry has no set place
- * among the entries of its new tick.
+ * deadline and not moved since, those that fire in the same tick fire in arm order: exact
+ * entries of one tick, and entries due now, fire first armed first. Entries with slack
+ * that a tick serves from different deadlines have no set order among themselves or among
+ * that tick's exact entries. A moved entry has no set place among the entries of its new
+ * tick.
  *
  * @par Complexity
  * arm(), move(), cancel(): O(1), no allocation. next_expiry(): O(levels). advance(): O(1)
@@ -291,8 +302,9 @@ private:
     static constexpr unsigned slot_bits = 8;
     static constexpr unsigned slots = 1u << slot_bits;
     static constexpr unsigned words = slots / 64; // of an occupancy bitmap
-    static constexpr unsigned lists = 4;          // per slot above level 0
-    static constexpr unsigned used_levels = 8;    // 256^8: the whole tick range
+    static constexpr unsigned list_bits = 4;
+    static constexpr unsigned lists = 1u << list_bits; // per slot above level 0
+    static constexpr unsigned used_levels = 8;         // 256^8: the whole tick range
     static constexpr std::uint16_t run_queue_slot = 0xffff;
     static constexpr tick_type no_tick = std::numeric_limits<tick_type>::max();
 
@@ -304,7 +316,7 @@ private:
 
     static wheel_entry& entry_of(link* node) noexcept;
     static void link_back(link& head, link& node) noexcept;
-    link& list_of(unsigned level, unsigned index, tick_type fire) noexcept;
+    link& list_of(unsigned level, unsigned index, tick_type fire, tick_type deadline) noexcept;
     bool slot_empty(unsigned level, unsigned index) const noexcept;
     void file(wheel_entry& entry, std::uint64_t meta) noexcept;
     void cascade(unsigned level, unsigned index) noexcept;

@@ -71,12 +71,25 @@ inline void wheel::link_back(link& head, link& node) noexcept {
     head.prev_ = &node;
 }
 
-inline wheel::link& wheel::list_of(unsigned level, unsigned index, tick_type fire) noexcept {
+inline wheel::link& wheel::list_of(unsigned level, unsigned index, tick_type fire,
+                                   tick_type deadline) noexcept {
     if (level == 0) {
         return level0_[index];
     }
-    // Every entry bound for one slot of the level below shares a list.
-    const unsigned list = static_cast<unsigned>(fire >> (slot_bits * (level - 1))) % lists;
+    const unsigned below = slot_bits * (level - 1);
+    unsigned list;
+    if ((fire & (detail::granularity(level) - 1)) == 0) {
+        // Fires in place when the slot comes due (the start of a slot at this level: a slack
+        // entry rounded up, or an exact one on a round tick). Its index at the level below
+        // is 0, as for every such entry of the slot: by that index they would all share one
+        // list, and the slot's walk would be one chain, a memory latency per entry (the
+        // idle timeouts, moved lazily and re-filed by that walk). Spread them by deadline:
+        // the entries of one deadline still share a list, in arm order.
+        list = static_cast<unsigned>((deadline * 0x9e3779b97f4a7c15u) >> (64 - list_bits));
+    } else {
+        // Every entry bound for one slot of the level below shares a list.
+        list = static_cast<unsigned>(fire >> below) % lists;
+    }
     return upper_[level - 1][index][list];
 }
 
@@ -99,7 +112,7 @@ inline void wheel::file(wheel_entry& entry, std::uint64_t meta) noexcept {
     const unsigned level = std::min(significant / slot_bits, levels_ - 1);
     const unsigned shift = slot_bits * level;
     const unsigned index = static_cast<unsigned>(fire >> shift) % slots;
-    link_back(list_of(level, index, fire), entry.link_);
+    link_back(list_of(level, index, fire, entry.deadline_), entry.link_);
     // The stores below are conditional: an arm into a busy wheel finds the bit set and the
     // horizon lower, and each store it skips frees a store-buffer entry, which is what
     // bounds how many arms' cache misses overlap.
@@ -240,29 +253,39 @@ std::size_t wheel::advance(tick_type now, std::size_t budget, Handler&& handler)
 }
 
 inline void wheel::cascade(unsigned level, unsigned index) noexcept {
-    // The slot's lists are detached, then walked in turn, one entry of each per round, so
-    // that the loads of the next entries of the four chains are in flight together. Each
-    // list still ends at its (now empty) head.
+    // The slot's lists are detached, then walked in turn, one entry of each non-empty list
+    // per round, so that the loads of the next entries of up to `lists` chains are in flight
+    // together: at 1M entries each step of a chain is a cache (and TLB) miss, and one chain
+    // walked alone costs a whole memory latency per entry. A chain that ends is replaced by
+    // the last one still walking. Each list still ends at its (now empty) head.
     std::array<link, lists>& heads = upper_[level - 1][index];
     std::array<link*, lists> at;
-    for (unsigned i = 0; i < lists; ++i) {
-        at[i] = heads[i].next_;
-        heads[i].next_ = heads[i].prev_ = &heads[i];
-    }
-    for (;;) {
-        unsigned walking = 0;
-        for (unsigned i = 0; i < lists; ++i) {
-            if (at[i] != &heads[i]) {
-                link* const node = at[i];
-                at[i] = node->next_;
-                __builtin_prefetch(at[i]);
-                wheel_entry& entry = entry_of(node);
-                file(entry, entry.meta_ & ~wheel_entry::slot_mask);
-                ++walking;
-            }
+    std::array<link*, lists> end;
+    unsigned walking = 0;
+    for (link& head : heads) {
+        if (head.next_ != &head) {
+            at[walking] = head.next_;
+            __builtin_prefetch(head.next_, 1);
+            end[walking] = &head;
+            ++walking;
+            head.next_ = head.prev_ = &head;
         }
-        if (walking == 0) {
-            return;
+    }
+    while (walking != 0) {
+        for (unsigned i = 0; i < walking;) {
+            link* const node = at[i];
+            link* const next = node->next_;
+            __builtin_prefetch(next, 1);
+            wheel_entry& entry = entry_of(node);
+            file(entry, entry.meta_ & ~wheel_entry::slot_mask);
+            if (next == end[i]) {
+                --walking;
+                at[i] = at[walking];
+                end[i] = end[walking];
+            } else {
+                at[i] = next;
+                ++i;
+            }
         }
     }
 }
