@@ -27,6 +27,7 @@
 #include <sys/time.h>
 
 #include <chrono>
+#include <ctime>
 #include <filesystem>
 #include <fstream>
 #include <stdexcept>
@@ -138,6 +139,9 @@ public:
         /// Run timewheeld's own callback worker (the API's tests play the worker themselves:
         /// --no-worker unless this is set).
         bool worker = false;
+        /// Give no --store: timewheeld runs with its default store, in dir() as its working
+        /// directory (the redis-server still runs, unused).
+        bool default_store = false;
     };
 
     api_service()
@@ -156,6 +160,8 @@ public:
     redis_server& redis() noexcept { return redis_; }
     child_process& process() noexcept { return *process_; }
     std::uint16_t port() const noexcept { return port_; }
+    /// The service's temporary directory (its port file, its log; removed at the end).
+    const std::filesystem::path& dir() const noexcept { return dir_; }
     const std::string& queue() const noexcept { return opt_.queue; }
     std::string store_url() const {
         return "redis://127.0.0.1:" + std::to_string(redis_.port()) + "/" + opt_.queue;
@@ -183,8 +189,15 @@ private:
         }
         dir_ = tmpl;
         const auto port_file = dir_ / "port";
-        std::vector<std::string> argv = {TIMEWHEELD_BINARY,  "--port",  "0",        "--port-file",
-                                         port_file.string(), "--store", store_url()};
+        std::vector<std::string> argv = {TIMEWHEELD_BINARY, "--port", "0", "--port-file",
+                                         port_file.string()};
+        if (opt_.default_store) {
+            // The working directory is the temporary one: the shell changes to it, then
+            // becomes timewheeld (exec: the same process, signals and all).
+            argv.insert(argv.begin(), {"/bin/sh", "-c", "cd \"$0\" && exec \"$@\"", dir_.string()});
+        } else {
+            argv.insert(argv.end(), {"--store", store_url()});
+        }
         if (!opt_.worker) {
             argv.push_back("--no-worker");
         }
@@ -217,6 +230,46 @@ private:
 /// A JSON string literal for `s` (for building request bodies).
 inline std::string json_quote(std::string_view s) {
     return boost::json::serialize(boost::json::value(s));
+}
+
+/// `t` in RFC 3339, UTC, whole seconds (cut, not rounded: never later than `t`).
+inline std::string rfc3339(std::chrono::system_clock::time_point t) {
+    const std::time_t secs = std::chrono::system_clock::to_time_t(t);
+    std::tm tm{};
+    ::gmtime_r(&secs, &tm);
+    char buf[32];
+    std::strftime(buf, sizeof buf, "%Y-%m-%dT%H:%M:%SZ", &tm);
+    return buf;
+}
+
+/// The body of a submit of a task due at `t` (whole seconds) whose callback nobody runs.
+inline std::string task_due_at(const std::string& id, std::chrono::system_clock::time_point t) {
+    return R"({"id": )" + json_quote(id) + R"(, "due_at": ")" + rfc3339(t) +
+           R"(", "callback": {"url": "http://127.0.0.1:9/never"}})";
+}
+
+/// The value of an unlabelled metric in Prometheus text ("" when it is absent).
+inline std::string metric_value(const std::string& text, const std::string& name) {
+    const auto at = text.find("\n" + name + " ");
+    if (at == std::string::npos) {
+        return {};
+    }
+    const auto begin = at + name.size() + 2;
+    return text.substr(begin, text.find('\n', begin) - begin);
+}
+
+/// Polls `done` until it holds or `limit` has passed (a generous bound, not a timed
+/// assertion: the checks that follow say what went wrong).
+template <typename Pred>
+bool eventually(Pred done, std::chrono::seconds limit = std::chrono::seconds(30)) {
+    const auto deadline = std::chrono::steady_clock::now() + limit;
+    while (std::chrono::steady_clock::now() < deadline) {
+        if (done()) {
+            return true;
+        }
+        std::this_thread::sleep_for(std::chrono::milliseconds(20));
+    }
+    return done();
 }
 
 } // namespace timewheel::test_support
