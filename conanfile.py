@@ -19,13 +19,21 @@ class timewheelRecipe(ConanFile):
     # Binary configuration
     settings = "os", "compiler", "build_type", "arch"
     # The layers above the wheel are off by default, so that a user of the wheel alone links
-    # nothing else: `redis` is the Redis client (needs hiredis), `dq` the durable queue on it.
+    # nothing else. Each is a CMake option of CMakeLists.txt and a component of the package:
+    #   redis      TIMEWHEEL_BUILD_REDIS       the Redis client (needs hiredis)
+    #   dq         TIMEWHEEL_BUILD_DQ          the durable queue on it
+    #   dq_sqlite  TIMEWHEEL_BUILD_DQ_SQLITE   dq's embedded store, dq::sqlite_store (SQLite 3)
+    #   server     TIMEWHEEL_BUILD_SERVER      timewheeld, the delayed HTTP-callback service, in
+    #                                          bin/ (Boost.JSON, OpenSSL; SQLite for its
+    #                                          embedded default store)
+    # An option turns on what it stands on.
     options = {"shared": [True, False], "fPIC": [True, False], "redis": [True, False],
-               "dq": [True, False]}
-    default_options = {"shared": False, "fPIC": True, "redis": False, "dq": False}
+               "dq": [True, False], "dq_sqlite": [True, False], "server": [True, False]}
+    default_options = {"shared": False, "fPIC": True, "redis": False, "dq": False,
+                       "dq_sqlite": False, "server": False}
 
     # Sources are located in the same place as this recipe, copy them to the recipe
-    exports_sources = "CMakeLists.txt", "LICENSE", "src/*", "include/*", "cmake/*"
+    exports_sources = "CMakeLists.txt", "LICENSE", "src/*", "include/*", "cmake/*", "server/*"
 
     def set_version(self):
         # One source of truth: project(timewheel VERSION x.y.z ...) in CMakeLists.txt.
@@ -42,6 +50,12 @@ class timewheelRecipe(ConanFile):
     def configure(self):
         if self.options.shared:
             self.options.rm_safe("fPIC")
+        if self.options.server:
+            # timewheeld's default store is the embedded one.
+            self.options.dq_sqlite = True
+            self.options.dq = True
+        if self.options.dq_sqlite:
+            self.options.dq = True
         if self.options.dq:
             self.options.redis = True  # the durable queue stands on the Redis client
 
@@ -53,6 +67,12 @@ class timewheelRecipe(ConanFile):
         self.requires("boost/[>=1.81.0 <2]", transitive_headers=True)
         if self.options.redis:
             self.requires("hiredis/[>=0.14 <2]")
+        if self.options.dq_sqlite:
+            self.requires("sqlite3/[>=3.35 <4]")
+        if self.options.server:
+            # Boost.Beast and Boost.JSON (built by Conan's boost unless without_json), and
+            # OpenSSL for https callbacks and their signatures.
+            self.requires("openssl/[>=3 <4]")
 
     def validate(self):
         check_min_cppstd(self, 20)
@@ -69,6 +89,8 @@ class timewheelRecipe(ConanFile):
         tc.cache_variables["TIMEWHEEL_INSTALL"] = True
         tc.cache_variables["TIMEWHEEL_BUILD_REDIS"] = bool(self.options.redis)
         tc.cache_variables["TIMEWHEEL_BUILD_DQ"] = bool(self.options.dq)
+        tc.cache_variables["TIMEWHEEL_BUILD_DQ_SQLITE"] = bool(self.options.dq_sqlite)
+        tc.cache_variables["TIMEWHEEL_BUILD_SERVER"] = bool(self.options.server)
         tc.generate()
 
     def build(self):
@@ -86,7 +108,8 @@ class timewheelRecipe(ConanFile):
 
     def package_info(self):
         # One component per layer, as the installed CMake package has them:
-        # timewheel::timewheel, timewheel::redis, timewheel::dq.
+        # timewheel::timewheel, timewheel::redis, timewheel::dq, timewheel::dq_sqlite; and
+        # `server`, the timewheeld binary in bin/ (no library: it is run, not linked).
         self.cpp_info.set_property("cmake_file_name", "timewheel")
         wheel = self.cpp_info.components["timewheel"]
         wheel.libs = ["timewheel"]
@@ -107,3 +130,16 @@ class timewheelRecipe(ConanFile):
             dq.libs = ["timewheel_dq"]
             dq.set_property("cmake_target_name", "timewheel::dq")
             dq.requires = ["redis", "timewheel"]
+        if self.options.dq_sqlite:
+            dq_sqlite = self.cpp_info.components["dq_sqlite"]
+            dq_sqlite.libs = ["timewheel_dq_sqlite"]
+            dq_sqlite.set_property("cmake_target_name", "timewheel::dq_sqlite")
+            dq_sqlite.requires = ["dq", "sqlite3::sqlite3"]
+        if self.options.server:
+            server = self.cpp_info.components["server"]
+            server.libs = []
+            server.includedirs = []
+            server.bindirs = ["bin"]
+            # The binary links these statically; listed so that Conan keeps them in the graph
+            # (and their shared libraries on the run environment's paths).
+            server.requires = ["dq_sqlite", "openssl::ssl", "openssl::crypto", "boost::headers"]

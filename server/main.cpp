@@ -36,11 +36,6 @@ int main(int argc, char** argv) {
         std::fputs(api::help_text().c_str(), stdout);
         return 0;
     }
-    if (parsed.settings.store.starts_with("sqlite:") && parsed.settings.threads > 1) {
-        // Every thread opens its own store, and two SQLite stores must not share a file.
-        std::fprintf(stderr, "timewheeld: --store sqlite: runs with --threads 1\n");
-        return 2;
-    }
     api::logger log(parsed.settings.log_level);
     try {
         api::metrics_registry metrics;

@@ -24,3 +24,9 @@ class timewheelTestConan(ConanFile):
         if can_run(self):
             cmd = os.path.join(self.cpp.build.bindir, "test_package")
             self.run(cmd, env="conanrun")
+            # With -o timewheel/*:server=True the package carries timewheeld: it starts and
+            # lists its settings (its default store among them).
+            timewheel = self.dependencies["timewheel"]
+            if timewheel.options.get_safe("server"):
+                timewheeld = os.path.join(timewheel.package_folder, "bin", "timewheeld")
+                self.run(f'"{timewheeld}" --help', env="conanrun")

@@ -826,6 +826,12 @@ if next(woke) then wake(woke) end
 return table.concat(res)
 )lua";
 
+// For monitoring (the age of the oldest due task): reads only.
+const char* const earliest_due_body = R"lua(
+local now = now_ms()
+return {now, earliest() or -1}
+)lua";
+
 const char* const config_body = R"lua(
 local s = redis.call('HGET', KEYS[1], 'shards')
 if not s then
@@ -856,6 +862,7 @@ const redis::script& start() { static const redis::script s = make(start_body); 
 const redis::script& renew() { static const redis::script s = make(renew_body); return s; }
 const redis::script& ack() { static const redis::script s = make(ack_body); return s; }
 const redis::script& release() { static const redis::script s = make(release_body); return s; }
+const redis::script& earliest_due() { static const redis::script s = make(earliest_due_body); return s; }
 // clang-format on
 
 } // namespace timewheel::dq::detail::scripts

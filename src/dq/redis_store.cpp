@@ -945,6 +945,39 @@ public:
             });
     }
 
+    // Every shard's earliest delayed due time (its `d` set or its first slot) and Redis's
+    // clock, in one pipeline; the earliest of all, the latest clock reading.
+    void earliest_due(store::handler<void(error_code, time_point, std::optional<time_point>)> h) {
+        auto st = std::make_shared<exec_state>();
+        for (std::size_t s = 0; s < opt_.shards; ++s) {
+            call_args a;
+            push_shard_script(st->req, scripts::earliest_due(), s, a);
+        }
+        run(st, [self = shared_from_this(), h = std::move(h)](error_code ec,
+                                                              redis::response& resp) mutable {
+            time_point now{};
+            std::optional<time_point> earliest;
+            for (std::size_t i = 0; !ec && i < resp.size(); ++i) {
+                auto rep = resp[i];
+                if (rep.is_error()) {
+                    ec = script_error(rep);
+                } else if (!rep.is_array() || rep.size() != 2) {
+                    ec = error::store_error;
+                } else {
+                    now = std::max(now, ms(rep[0].as_integer()));
+                    if (const auto e = rep[1].as_integer(); e >= 0) {
+                        earliest = earliest ? std::min(*earliest, ms(e)) : ms(e);
+                    }
+                }
+            }
+            if (ec) {
+                now = {};
+                earliest.reset();
+            }
+            self->finish(std::move(h), ec, now, earliest);
+        });
+    }
+
     void now(store::handler<void(error_code, time_point)> h) {
         auto st = std::make_shared<exec_state>();
         st->req.push("TIME");
@@ -1092,6 +1125,11 @@ void redis_store::wait_wakeup(handler<void(boost::system::error_code, time_point
 
 void redis_store::now(handler<void(boost::system::error_code, time_point)> h) {
     impl_->now(std::move(h));
+}
+
+void redis_store::earliest_due(
+    handler<void(boost::system::error_code, time_point, std::optional<time_point>)> h) {
+    impl_->earliest_due(std::move(h));
 }
 
 } // namespace timewheel::dq

@@ -17,14 +17,19 @@
 #include "support/sqlite_file.hpp"
 #include "support/store_cases.hpp"
 
+#include <boost/asio/executor_work_guard.hpp>
 #include <boost/asio/io_context.hpp>
+#include <boost/asio/post.hpp>
 #include <boost/system/system_error.hpp>
 
 #include <chrono>
 #include <fstream>
+#include <future>
 #include <memory>
 #include <optional>
 #include <string>
+#include <thread>
+#include <utility>
 #include <vector>
 
 namespace dq = timewheel::dq;
@@ -228,6 +233,71 @@ BOOST_AUTO_TEST_CASE(a_closed_store_aborts_operations_and_the_wait) {
     BOOST_REQUIRE(timewheel::test_support::run_until(
         f.io, [&] { return waited.has_value(); }, 10s));
     BOOST_TEST(*waited == error_code(boost::asio::error::operation_aborted));
+}
+
+BOOST_AUTO_TEST_CASE(stores_sharing_a_database_complete_on_their_own_threads) {
+    dq_test::temp_dir dir;
+    // Two io_contexts, each run by a thread of its own, as timewheeld's threads are.
+    boost::asio::io_context io1;
+    boost::asio::io_context io2;
+    auto work1 = boost::asio::make_work_guard(io1);
+    auto work2 = boost::asio::make_work_guard(io2);
+    std::thread t1([&] { io1.run(); });
+    std::thread t2([&] { io2.run(); });
+    auto first = std::make_unique<dq::sqlite_store>(
+        io1.get_executor(), dq::sqlite_store_options{.path = dir.file("q.db")});
+    auto second = std::make_unique<dq::sqlite_store>(io2.get_executor(), *first);
+    // A call made on a store's executor, waited for here: where its completion ran.
+    auto submit_on = [](boost::asio::io_context& io, dq::store& s, std::string id) {
+        std::promise<std::pair<error_code, bool>> done;
+        boost::asio::post(io, [&, id] {
+            s.submit(make(id, 1h), [&](error_code ec, dq::submit_result, std::string) {
+                done.set_value({ec, io.get_executor().running_in_this_thread()});
+            });
+        });
+        return done.get_future().get();
+    };
+    // Both wait for a wake-up; a submit through one wakes both.
+    std::promise<dq::time_point> woke1;
+    std::promise<dq::time_point> woke2;
+    boost::asio::post(io1, [&] {
+        first->wait_wakeup([&](error_code, dq::time_point t) { woke1.set_value(t); });
+    });
+    boost::asio::post(io2, [&] {
+        second->wait_wakeup([&](error_code, dq::time_point t) { woke2.set_value(t); });
+    });
+    const auto [ec1, on1] = submit_on(io2, *second, "a");
+    BOOST_TEST(!ec1);
+    BOOST_TEST(on1);
+    const auto w1 = woke1.get_future().get();
+    BOOST_TEST((w1 == woke2.get_future().get()));
+    // The other store sees it, and answers on its own thread.
+    const auto [ec2, on2] = submit_on(io1, *first, "a");
+    BOOST_TEST(!ec2);
+    BOOST_TEST(on2);
+    // The first closed, the second goes on with the same file.
+    boost::asio::post(io1, [&] { first.reset(); });
+    const auto [ec3, on3] = submit_on(io2, *second, "b");
+    BOOST_TEST(!ec3);
+    BOOST_TEST(on3);
+    std::promise<void> closed;
+    boost::asio::post(io2, [&] {
+        second.reset();
+        closed.set_value();
+    });
+    closed.get_future().get();
+    work1.reset();
+    work2.reset();
+    t1.join();
+    t2.join();
+    // Closed for good: the file is free, and holds both tasks.
+    BOOST_TEST(dq_test::sqlite_scalar(dir.file("q.db"), "SELECT count(*) FROM tasks") == 2);
+}
+
+BOOST_AUTO_TEST_CASE(a_closed_store_cannot_be_shared) {
+    fixture f;
+    f.sqlite().close();
+    BOOST_CHECK_THROW(dq::sqlite_store(f.io.get_executor(), f.sqlite()), std::invalid_argument);
 }
 
 BOOST_AUTO_TEST_SUITE_END()

@@ -13,8 +13,12 @@
 #include <timewheeld/api/store.hpp>
 #include <timewheeld/api/task_json.hpp>
 
+#include <boost/asio/any_io_executor.hpp>
 #include <boost/asio/io_context.hpp>
 
+#include <stdlib.h>
+
+#include <filesystem>
 #include <map>
 #include <stdexcept>
 #include <string>
@@ -119,6 +123,43 @@ BOOST_AUTO_TEST_CASE(settings_from_environment_then_flags) {
     } catch (const std::invalid_argument& e) {
         BOOST_TEST(std::string(e.what()).find("TIMEWHEELD_PORT") != std::string::npos);
     }
+}
+
+BOOST_AUTO_TEST_CASE(the_default_store_is_the_embedded_one_in_the_working_directory) {
+    const char* argv[] = {"timewheeld"};
+    const auto p = api::parse_settings(1, argv, [](const char*) -> const char* { return nullptr; });
+    BOOST_TEST(p.settings.store == "sqlite:timewheeld.db");
+    BOOST_TEST(p.settings.threads == 1u);
+    // --help says so, and that a relative path is from the working directory.
+    const auto help = api::help_text();
+    BOOST_TEST(help.find("(default sqlite:timewheeld.db)") != std::string::npos, help);
+    BOOST_TEST(help.find("working directory") != std::string::npos, help);
+    const char* redis[] = {"timewheeld", "--store", "redis://127.0.0.1:6379/q"};
+    BOOST_TEST(api::parse_settings(3, redis, [](const char*) -> const char* {
+                   return nullptr;
+               }).settings.store == "redis://127.0.0.1:6379/q");
+}
+
+BOOST_AUTO_TEST_CASE(a_store_source_shares_one_sqlite_file_among_executors) {
+    char tmpl[] = "/tmp/timewheeld-units-XXXXXX";
+    BOOST_TEST_REQUIRE(::mkdtemp(tmpl) != nullptr);
+    const std::string dir = tmpl;
+    {
+        boost::asio::io_context io1;
+        boost::asio::io_context io2;
+        api::store_source source("sqlite:" + dir + "/q.db");
+        auto a = source.open(io1.get_executor());
+        auto b = source.open(io2.get_executor());
+        // Two stores on one file: with two separate opens the second would be refused (the
+        // file is locked); these share it, each completing on its own executor.
+        BOOST_TEST((a.store->get_executor() == boost::asio::any_io_executor(io1.get_executor())));
+        BOOST_TEST((b.store->get_executor() == boost::asio::any_io_executor(io2.get_executor())));
+        BOOST_CHECK_THROW(api::make_store("sqlite:" + dir + "/q.db", io1.get_executor()),
+                          std::invalid_argument);
+        a.close();
+        b.close();
+    }
+    std::filesystem::remove_all(dir);
 }
 
 BOOST_AUTO_TEST_CASE(store_urls_that_are_refused) {

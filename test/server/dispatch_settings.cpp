@@ -48,6 +48,8 @@ bool refused(std::vector<const char*> args, std::map<std::string, std::string> e
 BOOST_AUTO_TEST_CASE(defaults_run_a_worker_that_refuses_loopback) {
     const auto s = parse({}).settings;
     BOOST_TEST(s.worker);
+    // ... on the embedded store, in the working directory: nothing else to run.
+    BOOST_TEST(s.store == "sqlite:timewheeld.db");
     BOOST_TEST(!s.callback_allow_loopback);
     BOOST_TEST(!s.callback_allow_private);
     BOOST_TEST(s.callback_allow_hosts.empty());

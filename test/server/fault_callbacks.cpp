@@ -209,7 +209,7 @@ BOOST_AUTO_TEST_CASE(no_more_requests_at_once_to_a_host_than_the_cap) {
         {.store = dir.sqlite_store(),
          .args = {"--max-per-host", std::to_string(cap), "--callback-timeout-ms", "60000"}});
     // All due at the same instant, a second from now.
-    const auto due = ts::rfc3339(std::chrono::system_clock::now() + 1s);
+    const auto due = ts::rfc3339_ms(std::chrono::system_clock::now() + 1s);
     for (std::size_t i = 0; i < tasks; ++i) {
         const std::string id = "capped-" + std::to_string(i);
         const auto created =

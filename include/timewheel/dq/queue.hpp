@@ -12,6 +12,7 @@
 #include <boost/asio/async_result.hpp>
 
 #include <cstddef>
+#include <optional>
 #include <string>
 #include <utility>
 
@@ -132,6 +133,17 @@ public:
                 s.delete_dead(std::move(id), std::move(h));
             },
             std::move(id));
+    }
+
+    /// The store's clock now and the earliest due time of its delayed tasks (none when no
+    /// task is delayed): see store::earliest_due(). For monitoring.
+    /** @par Completion Signature
+     * @code void(boost::system::error_code ec, time_point now,
+     *           std::optional<time_point> earliest) @endcode */
+    template <typename Token = boost::asio::default_completion_token_t<executor_type>>
+    auto async_earliest_due(Token&& token = {}) {
+        return initiate<void(boost::system::error_code, time_point, std::optional<time_point>)>(
+            std::forward<Token>(token), [](dq::store& s, auto h) { s.earliest_due(std::move(h)); });
     }
 
 private:

@@ -33,6 +33,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <memory>
+#include <optional>
 #include <string>
 #include <string_view>
 
@@ -150,6 +151,9 @@ public:
                  handler<void(boost::system::error_code)> h) override;
     void wait_wakeup(handler<void(boost::system::error_code, time_point)> h) override;
     void now(handler<void(boost::system::error_code, time_point)> h) override;
+    /// One small read-only script per shard, in one pipeline (for monitoring).
+    void earliest_due(
+        handler<void(boost::system::error_code, time_point, std::optional<time_point>)> h) override;
 
 private:
     std::shared_ptr<detail::redis_store_impl> impl_;

@@ -10,6 +10,10 @@
 // next one (group commit): N submits cost one fsync, not N. An operation completes, on the
 // store's executor, only once its transaction is durable (WAL, synchronous=FULL).
 //
+// Several threads, each with its own io_context, share one database through stores made
+// with the sharing constructor: one file, one writer thread, one group commit for all, and
+// each store completing on its own executor.
+//
 #ifndef TIMEWHEEL_DQ_SQLITE_STORE_HPP
 #define TIMEWHEEL_DQ_SQLITE_STORE_HPP
 
@@ -19,6 +23,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <memory>
+#include <optional>
 #include <string>
 
 namespace timewheel::dq {
@@ -88,8 +93,15 @@ class sqlite_waiter;
  * in sqlite_category(). The constructor throws boost::system::system_error when the file
  * cannot be opened or created, is not a database, or was written by a newer schema.
  *
+ * Several io_contexts share one database through the sharing constructor (two stores
+ * opened on the same file refuse each other: the file is locked):
+ * @code
+ * dq::sqlite_store first(io1.get_executor(), {.path = "tasks.db"});
+ * dq::sqlite_store second(io2.get_executor(), first); // io2's thread uses this one
+ * @endcode
+ *
  * @par Thread Safety
- * @e Distinct @e objects: Safe (two stores must not share a file).@n
+ * @e Distinct @e objects: Safe, including stores sharing a database.@n
  * @e Shared @e objects: Unsafe. Use from the executor only.
  */
 class sqlite_store final : public store {
@@ -97,8 +109,14 @@ public:
     /// Opens (or creates) the database and starts the store's thread.
     explicit sqlite_store(const executor_type& ex, sqlite_store_options opt = {});
 
-    /// Writes what was submitted before, stops the thread, and completes a pending wait with
-    /// operation_aborted.
+    /// Another store on `other`'s database, completing on `ex`: the same file, thread and
+    /// group commit, its own wake-ups (every store sharing the database gets each one). The
+    /// database stays open, and its thread runs, until the last store sharing it closes.
+    /** @throws std::invalid_argument when `other` is closed. */
+    sqlite_store(const executor_type& ex, const sqlite_store& other);
+
+    /// Completes a pending wait with operation_aborted; the last store of its database
+    /// writes what was submitted before and stops the thread.
     ~sqlite_store() override;
 
     sqlite_store(const sqlite_store&) = delete;
@@ -107,10 +125,11 @@ public:
     /// The options as given.
     const sqlite_store_options& options() const noexcept;
 
-    /// What it has written so far.
+    /// What its database has written so far (all the stores sharing it).
     sqlite_store_stats stats() const noexcept;
 
-    /// Like the destructor; operations started afterwards fail with operation_aborted.
+    /// Like the destructor; operations started afterwards fail with operation_aborted (those
+    /// started before still complete, on this store's executor).
     void close();
 
     executor_type get_executor() const override;
@@ -139,12 +158,14 @@ public:
                  handler<void(boost::system::error_code)> h) override;
     void wait_wakeup(handler<void(boost::system::error_code, time_point)> h) override;
     void now(handler<void(boost::system::error_code, time_point)> h) override;
+    void earliest_due(
+        handler<void(boost::system::error_code, time_point, std::optional<time_point>)> h) override;
 
 private:
     executor_type ex_;
     sqlite_store_options opt_;
     std::shared_ptr<detail::sqlite_waiter> waiter_;
-    std::unique_ptr<detail::sqlite_engine> engine_;
+    std::shared_ptr<detail::sqlite_engine> engine_;
     sqlite_store_stats stats_at_close_;
 };
 

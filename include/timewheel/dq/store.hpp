@@ -14,10 +14,14 @@
 
 #include <boost/asio/any_completion_handler.hpp>
 #include <boost/asio/any_io_executor.hpp>
+#include <boost/asio/append.hpp>
+#include <boost/asio/error.hpp>
+#include <boost/asio/post.hpp>
 #include <boost/system/error_code.hpp>
 
 #include <cstddef>
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -132,6 +136,23 @@ public:
 
     /// The store's clock now.
     virtual void now(handler<void(boost::system::error_code, time_point)> h) = 0;
+
+    // --- Monitoring ---------------------------------------------------------------------
+
+    /// The store's clock now, and the earliest due time of its delayed tasks (none when no
+    /// task is delayed): a delayed task due before `now` waits for a worker, and `now` minus
+    /// the earliest is how long the oldest has waited. Prefetched tasks are not counted (a
+    /// worker holds them). A read for monitoring, not for the hot path (dq::redis_store
+    /// visits every shard). A store that cannot tell completes with
+    /// boost::asio::error::operation_not_supported (this default).
+    virtual void earliest_due(
+        handler<void(boost::system::error_code, time_point, std::optional<time_point>)> h) {
+        boost::asio::post(get_executor(),
+                          boost::asio::append(std::move(h),
+                                              boost::system::error_code(
+                                                  boost::asio::error::operation_not_supported),
+                                              time_point{}, std::optional<time_point>()));
+    }
 };
 
 } // namespace timewheel::dq

@@ -174,6 +174,33 @@ net::awaitable<response> task_answer(api_context& ctx, std::string id, http::sta
     co_return json_response(status, status_to_json(st));
 }
 
+dq::time_point now_ms() {
+    return std::chrono::time_point_cast<dq::duration>(std::chrono::system_clock::now());
+}
+
+// A task just created, as the store holds it: everything but its times is what was
+// submitted; its creation time is this node's clock just before the submit was sent. The
+// store stamped it within the submit's round trip after that, on its own clock (SQLite's
+// is this node's; Redis's TIME, on the same machine, too): GET shows that exact time. The
+// answer errs early, never late, so that a delay_ms's due_at it shows is never after the
+// real one (a callback never arrives before the due_at its submitter was told).
+dq::task_status created_status(const dq::task& t, std::string id, dq::time_point before) {
+    dq::task_status st;
+    st.id = std::move(id);
+    st.state = dq::task_state::delayed;
+    st.attempt = 0;
+    st.created = before;
+    st.updated = st.created;
+    if (const auto* delay = std::get_if<dq::duration>(&t.due)) {
+        st.due = st.created + *delay;
+    } else {
+        st.due = std::get<dq::time_point>(t.due);
+    }
+    st.retry = t.retry;
+    st.payload = t.payload;
+    return st;
+}
+
 net::awaitable<response> submit(api_context& ctx, const request& req) {
     dq::task task;
     try {
@@ -184,9 +211,13 @@ net::awaitable<response> submit(api_context& ctx, const request& req) {
     const bool relative = std::holds_alternative<dq::duration>(task.due);
     dq::submit_result result{};
     std::string id;
+    dq::time_point before;
     {
         timed t(ctx, "submit");
-        auto [ec, r, i] = co_await ctx.queue.async_submit(std::move(task), use_tuple);
+        // Kept for the answer: a created task needs no second round trip to be shown.
+        dq::task copy = task;
+        before = now_ms();
+        auto [ec, r, i] = co_await ctx.queue.async_submit(std::move(copy), use_tuple);
         if (ec) {
             co_return store_error(ec, relative ? "delay_ms" : "due_at");
         }
@@ -197,7 +228,14 @@ net::awaitable<response> submit(api_context& ctx, const request& req) {
     if (created) {
         ctx.metrics.submitted.inc();
     }
-    auto res = co_await task_answer(ctx, id, created ? http::status::created : http::status::ok);
+    // "exists" (or "replaced") reads what the store holds: not what was asked.
+    response res;
+    if (created) {
+        res =
+            json_response(http::status::created, status_to_json(created_status(task, id, before)));
+    } else {
+        res = co_await task_answer(ctx, id, http::status::ok);
+    }
     if (res.result() == http::status::created || res.result() == http::status::ok) {
         res.set(http::field::location, "/v1/tasks/" + id);
     }
@@ -382,6 +420,20 @@ response method_not_allowed(std::string_view allow) {
     return res;
 }
 
+// The age of the oldest task that is due and waits for a worker, read from the store at
+// each scrape: nothing on the hot path, and exact when read (a store that cannot tell, or
+// does not answer, leaves the last value and shows in the store round-trip metric).
+net::awaitable<void> refresh_oldest_due_age(api_context& ctx) {
+    timed t(ctx, "earliest_due");
+    auto [ec, now, earliest] = co_await ctx.queue.async_earliest_due(use_tuple);
+    if (ec) {
+        ctx.log.debug("oldest_due_age", {{"error", ec.message()}});
+        co_return;
+    }
+    const auto age = earliest && *earliest < now ? now - *earliest : dq::duration(0);
+    ctx.metrics.oldest_due_age.set(std::chrono::duration<double>(age).count());
+}
+
 bool needs_token(std::string_view path) {
     return path == "/metrics" || path == "/v1" || path.starts_with("/v1/");
 }
@@ -444,6 +496,7 @@ net::awaitable<routed> handle(api_context& ctx, const request& req) {
         if (method != http::verb::get) {
             co_return routed{method_not_allowed("GET"), "/metrics"};
         }
+        co_await refresh_oldest_due_age(ctx);
         response res(http::status::ok, 11);
         res.set(http::field::content_type, "text/plain; version=0.0.4; charset=utf-8");
         res.body() = ctx.metrics.registry.render();

@@ -3,7 +3,8 @@
 //
 // The HTTP side of the API: accepting, reading requests within the limits, answering, and
 // shutting down gracefully. One io_context per thread ("shard"), each with its own store
-// connection; every connection lives on one shard, so nothing of a shard needs a lock.
+// (its own Redis connection, or its own view of the one SQLite database) completing there;
+// every connection lives on one shard, so nothing of a shard needs a lock.
 //
 #include <timewheeld/api/server.hpp>
 #include <timewheeld/api/store.hpp>
@@ -84,12 +85,13 @@ public:
         : cfg_(s)
         , metrics_(m)
         , log_(l) {
+        // Read once: a Redis host resolved once, a SQLite file opened once and shared.
+        store_source source(
+            cfg_.store, {.operation_timeout = cfg_.store_timeout, .client_name = "timewheeld-api"});
         for (std::size_t i = 0; i < cfg_.threads; ++i) {
             auto sh = std::make_unique<shard>();
             sh->work.emplace(sh->io.get_executor());
-            sh->store = make_store(
-                cfg_.store, sh->io.get_executor(),
-                {.operation_timeout = cfg_.store_timeout, .client_name = "timewheeld-api"});
+            sh->store = source.open(sh->io.get_executor());
             sh->queue = std::make_unique<timewheel::dq::queue>(*sh->store.store);
             sh->ctx = std::make_unique<api_context>(
                 api_context{*sh->queue, metrics_, cfg_, nullptr, log_});
@@ -103,6 +105,17 @@ public:
         acceptor_->listen(net::socket_base::max_listen_connections);
         port_ = acceptor_->local_endpoint().port();
         shutdown_timer_.emplace(shards_[0]->io);
+    }
+
+    // After a shutdown that timed out, stores still open may hold operations that complete
+    // on any shard's io_context (a shared SQLite database finishes its queue when its last
+    // store closes): they close while every io_context still exists.
+    ~server_impl() {
+        for (auto& sh : shards_) {
+            if (!sh->finished && sh->store.close) {
+                sh->store.close();
+            }
+        }
     }
 
     std::uint16_t port() const noexcept { return port_; }

@@ -77,14 +77,17 @@ const std::vector<option>& options() {
         {"port-file", "PATH", "write the bound port to PATH once listening",
          [](settings& s, std::string_view v) { s.port_file = v; }},
         {"store", "URL",
-         "where tasks live: redis://[user:password@]host[:port][/queue], or sqlite:PATH "
-         "(one node, --threads 1) (default redis://127.0.0.1:6379/timewheeld)",
+         "where tasks live: sqlite:PATH, the embedded store for one node (a relative PATH "
+         "is from the working directory), or redis://[user:password@]host[:port][/queue] "
+         "for several nodes (default sqlite:timewheeld.db)",
          [](settings& s, std::string_view v) { s.store = v; }},
         {"token", "SECRET",
          "require 'Authorization: Bearer SECRET' on /v1/* and /metrics (prefer the variable: "
          "a flag shows in ps)",
          [](settings& s, std::string_view v) { s.token = v; }},
-        {"threads", "N", "threads, each with its own io_context and store connection (default 1)",
+        {"threads", "N",
+         "threads, each with its own io_context (and Redis connection; SQLite's one file "
+         "is shared) (default 1)",
          number(&settings::threads, 1, 256, "--threads")},
         {"max-body-bytes", "N", "largest request body, 413 beyond (default 1048576)",
          number(&settings::max_body_bytes, 0, 64LL * 1024 * 1024, "--max-body-bytes")},

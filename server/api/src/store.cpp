@@ -13,6 +13,7 @@
 #include <boost/asio/ip/tcp.hpp>
 
 #include <charconv>
+#include <optional>
 #include <stdexcept>
 
 namespace timewheeld::api {
@@ -85,16 +86,6 @@ redis_location parse_redis(std::string_view rest, const store_options& opt) {
     return {std::move(cfg), std::move(queue_name)};
 }
 
-store_handle open_redis(std::string_view rest, const timewheel::dq::store::executor_type& ex,
-                        const store_options& opt) {
-    auto where = parse_redis(rest, opt);
-    timewheel::dq::redis_store_options qopt;
-    qopt.name = std::move(where.queue);
-    auto s = std::make_unique<timewheel::dq::redis_store>(ex, where.config, qopt);
-    auto* raw = s.get();
-    return {std::move(s), [raw] { raw->close(); }};
-}
-
 } // namespace
 
 std::optional<redis_location> redis_location_of(std::string_view url, const store_options& opt) {
@@ -104,29 +95,29 @@ std::optional<redis_location> redis_location_of(std::string_view url, const stor
     return parse_redis(url.substr(8), opt);
 }
 
-store_handle make_store(std::string_view url, const timewheel::dq::store::executor_type& ex,
-                        const store_options& opt) {
+struct store_source::impl {
+    std::optional<redis_location> redis;
+    std::string sqlite_path;
+#ifdef TIMEWHEELD_HAVE_SQLITE
+    // The first store opened; the others share its database (it is never used itself).
+    std::unique_ptr<timewheel::dq::sqlite_store> sqlite_first;
+#endif
+};
+
+store_source::store_source(std::string_view url, store_options opt)
+    : impl_(std::make_unique<impl>()) {
     if (url.starts_with("redis://")) {
-        return open_redis(url.substr(8), ex, opt);
+        impl_->redis = parse_redis(url.substr(8), opt);
+        return;
     }
     if (url.starts_with("sqlite:")) {
 #ifdef TIMEWHEELD_HAVE_SQLITE
-        const auto path = url.substr(7);
-        if (path.empty()) {
+        impl_->sqlite_path = url.substr(7);
+        if (impl_->sqlite_path.empty()) {
             throw std::invalid_argument(
                 "--store: sqlite: needs a file, as in sqlite:timewheeld.db");
         }
-        // dq::sqlite_store throws system_error for a file it cannot open: that is bad
-        // settings too.
-        try {
-            auto s = std::make_unique<timewheel::dq::sqlite_store>(
-                ex, timewheel::dq::sqlite_store_options{.path = std::string(path)});
-            auto* raw = s.get();
-            return {std::move(s), [raw] { raw->close(); }};
-        } catch (const boost::system::system_error& e) {
-            throw std::invalid_argument("--store: cannot open '" + std::string(path) +
-                                        "': " + e.what());
-        }
+        return;
 #else
         throw std::invalid_argument("--store: this timewheeld was built without SQLite "
                                     "(TIMEWHEEL_BUILD_DQ_SQLITE=OFF)");
@@ -134,6 +125,42 @@ store_handle make_store(std::string_view url, const timewheel::dq::store::execut
     }
     throw std::invalid_argument("--store: unknown scheme in '" + std::string(url) +
                                 "' (expected redis://host:port[/queue] or sqlite:PATH)");
+}
+
+store_source::~store_source() = default;
+
+store_handle store_source::open(const timewheel::dq::store::executor_type& ex) {
+    if (impl_->redis) {
+        timewheel::dq::redis_store_options qopt;
+        qopt.name = impl_->redis->queue;
+        auto s = std::make_unique<timewheel::dq::redis_store>(ex, impl_->redis->config, qopt);
+        auto* raw = s.get();
+        return {std::move(s), [raw] { raw->close(); }};
+    }
+#ifdef TIMEWHEELD_HAVE_SQLITE
+    using timewheel::dq::sqlite_store;
+    if (!impl_->sqlite_first) {
+        // dq::sqlite_store throws system_error for a file it cannot open: that is bad
+        // settings too.
+        try {
+            impl_->sqlite_first = std::make_unique<sqlite_store>(
+                ex, timewheel::dq::sqlite_store_options{.path = impl_->sqlite_path});
+        } catch (const boost::system::system_error& e) {
+            throw std::invalid_argument("--store: cannot open '" + impl_->sqlite_path +
+                                        "': " + e.what());
+        }
+    }
+    auto s = std::make_unique<sqlite_store>(ex, *impl_->sqlite_first);
+    auto* raw = s.get();
+    return {std::move(s), [raw] { raw->close(); }};
+#else
+    throw std::logic_error("store_source: no store");
+#endif
+}
+
+store_handle make_store(std::string_view url, const timewheel::dq::store::executor_type& ex,
+                        const store_options& opt) {
+    return store_source(url, opt).open(ex);
 }
 
 } // namespace timewheeld::api

@@ -477,9 +477,13 @@ json::object status_to_json(const dq::task_status& s) {
                   {"cap_ms", s.retry.cap.count()}};
     o["last_error"] = optional_string(s.last_error);
     boost::system::error_code ec;
-    json::value cb = json::parse(s.payload, ec);
+    json::value cb = s.payload.empty() ? json::value() : json::parse(s.payload, ec);
     if (!ec && cb.is_object()) {
         o["callback"] = std::move(cb);
+    } else if (s.payload.empty()) {
+        // The store no longer keeps it (the Redis store forgets a finished task's record,
+        // and empties a cancelled one's): unknown, not an empty opaque payload.
+        o["callback"] = nullptr;
     } else {
         // Not submitted through the API (a dq producer's opaque payload).
         o["payload"] = s.payload;

@@ -4,6 +4,13 @@
 // dq::sqlite_store: validation on the caller's side, then every operation as a closure run
 // by the engine's thread inside a group transaction (one fsync for all the operations that
 // arrived while the previous one was written), its completion posted back to the executor.
+//
+// Several stores may share one engine (the sharing constructor): an operation carries the
+// executor of the store it was started on, and its completion is posted there, so each of
+// a server's io_contexts gets its own completions, while the file keeps one writer and one
+// group commit. That per-store executor is why sharing is a second store object rather than
+// the handlers' associated executors: the queue's and the worker's handlers often have none
+// (plain lambdas), and their completion must still land on the thread that started them.
 // The semantics are those of the Redis scripts (src/dq/redis_scripts.cpp), state by state.
 //
 // Schema (version 1):
@@ -250,6 +257,9 @@ public:
     explicit sqlite_waiter(store::executor_type ex)
         : ex_(std::move(ex)) {}
 
+    // Never changes: read from the engine's thread too.
+    const store::executor_type& executor() const noexcept { return ex_; }
+
     void wait(store::handler<void(error_code, time_point)> h) {
         if (closed_) {
             post(std::move(h), boost::asio::error::operation_aborted, time_point{});
@@ -307,11 +317,8 @@ private:
 
 class sqlite_engine {
 public:
-    sqlite_engine(store::executor_type ex, const sqlite_store_options& opt,
-                  std::weak_ptr<sqlite_waiter> waiter)
-        : ex_(std::move(ex))
-        , opt_(opt)
-        , waiter_(std::move(waiter)) {
+    explicit sqlite_engine(const sqlite_store_options& opt)
+        : opt_(opt) {
         std::random_device rd;
         rng_.seed((std::uint64_t(rd()) << 32) ^ rd());
         open();
@@ -350,6 +357,12 @@ public:
         if (thread_.joinable()) {
             thread_.join();
         }
+    }
+
+    // Every store sharing the engine gets each wake-up, on its own executor.
+    void add_waiter(std::weak_ptr<sqlite_waiter> w) {
+        std::lock_guard lk(waiters_m_);
+        waiters_.push_back(std::move(w));
     }
 
     sqlite_store_stats stats() const noexcept {
@@ -650,6 +663,15 @@ public:
         return out;
     }
 
+    // The delayed index's first entry: one index read.
+    std::optional<time_point> earliest_due(time_point& now) {
+        now = ms(now_ms());
+        if (auto e = earliest()) {
+            return ms(*e);
+        }
+        return std::nullopt;
+    }
+
     void release(const std::vector<lease_ref>& leases) {
         for (const auto& l : leases) {
             auto r = find(l.id);
@@ -814,11 +836,18 @@ private:
             op->complete();
         }
         if (wake) {
-            boost::asio::post(ex_, [w = waiter_, t = ms(*wake)] {
+            const auto t = ms(*wake);
+            std::lock_guard lk(waiters_m_);
+            std::erase_if(waiters_, [](const auto& w) { return w.expired(); });
+            for (const auto& w : waiters_) {
                 if (auto s = w.lock()) {
-                    s->wake(t);
+                    boost::asio::post(s->executor(), [w, t] {
+                        if (auto s = w.lock()) {
+                            s->wake(t);
+                        }
+                    });
                 }
-            });
+            }
         }
     }
 
@@ -875,13 +904,14 @@ private:
         woke_.push_back(due);
     }
 
-    // Finished, dead or cancelled; a finished or cancelled task keeps no payload.
+    // Finished, dead or cancelled. The payload stays (status() shows what the task was in
+    // every state, timewheeld's callback included) until the row is trimmed: on disk it
+    // costs what the task cost while it was delayed, for done_retention at most.
     void end(const row& r, std::int64_t state, std::int64_t attempt, std::string_view err,
              std::int64_t now) {
         query u(stmt("UPDATE tasks SET state = ?2, attempt = ?3, last_error = ?4, updated = ?5, "
-                     "payload = CASE WHEN ?2 = 4 THEN payload ELSE x'' END, token = NULL, "
-                     "lease_until = NULL, lease_attempt = NULL, started = NULL, worker = NULL "
-                     "WHERE rowid = ?1"));
+                     "token = NULL, lease_until = NULL, lease_attempt = NULL, started = NULL, "
+                     "worker = NULL WHERE rowid = ?1"));
         u.bind(1, r.rowid).bind(2, state).bind(3, attempt).bind(4, err).bind(5, now).run();
         if (state == dead) {
             ++dead_count_;
@@ -1017,9 +1047,9 @@ private:
         n -= static_cast<std::int64_t>(victims.size());
     }
 
-    store::executor_type ex_;
     sqlite_store_options opt_;
-    std::weak_ptr<sqlite_waiter> waiter_;
+    std::mutex waiters_m_;
+    std::vector<std::weak_ptr<sqlite_waiter>> waiters_;
     sqlite3* db_ = nullptr;
     std::unordered_map<const char*, std::unique_ptr<statement>> stmts_;
     std::mt19937_64 rng_;
@@ -1135,7 +1165,29 @@ sqlite_store::sqlite_store(const executor_type& ex, sqlite_store_options opt)
     : ex_(ex)
     , opt_(checked(std::move(opt)))
     , waiter_(std::make_shared<detail::sqlite_waiter>(ex))
-    , engine_(std::make_unique<detail::sqlite_engine>(ex, opt_, waiter_)) {}
+    , engine_(std::make_shared<detail::sqlite_engine>(opt_)) {
+    engine_->add_waiter(waiter_);
+}
+
+namespace {
+
+const std::shared_ptr<detail::sqlite_engine>&
+open_engine(const std::shared_ptr<detail::sqlite_engine>& e) {
+    if (!e) {
+        throw std::invalid_argument("dq::sqlite_store: the store to share is closed");
+    }
+    return e;
+}
+
+} // namespace
+
+sqlite_store::sqlite_store(const executor_type& ex, const sqlite_store& other)
+    : ex_(ex)
+    , opt_(other.opt_)
+    , waiter_(std::make_shared<detail::sqlite_waiter>(ex))
+    , engine_(open_engine(other.engine_)) {
+    engine_->add_waiter(waiter_);
+}
 
 sqlite_store::~sqlite_store() {
     close();
@@ -1143,7 +1195,11 @@ sqlite_store::~sqlite_store() {
 
 void sqlite_store::close() {
     if (engine_) {
-        engine_->stop();
+        // The last store of the database writes what is queued and stops the thread here;
+        // no other can share it any more (sharing copies from a store that holds it).
+        if (engine_.use_count() == 1) {
+            engine_->stop();
+        }
         stats_at_close_ = engine_->stats();
         engine_.reset();
     }
@@ -1385,6 +1441,14 @@ void sqlite_store::wait_wakeup(handler<void(boost::system::error_code, time_poin
 
 void sqlite_store::now(handler<void(boost::system::error_code, time_point)> h) {
     post_now(ex_, std::move(h), error_code(), detail::ms(detail::now_ms()));
+}
+
+void sqlite_store::earliest_due(
+    handler<void(boost::system::error_code, time_point, std::optional<time_point>)> h) {
+    enqueue<time_point, std::optional<time_point>>(
+        engine_.get(), ex_, std::move(h),
+        [](detail::sqlite_engine& e, error_code&, time_point& now,
+           std::optional<time_point>& earliest) { earliest = e.earliest_due(now); });
 }
 
 } // namespace timewheel::dq

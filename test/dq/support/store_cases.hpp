@@ -506,6 +506,35 @@ inline void a_new_earliest_task_publishes_a_wakeup(store_fixture& f) {
     BOOST_TEST(got->second == f.status_ok("w").due);
 }
 
+inline void earliest_due_is_the_first_delayed_task_not_a_claimed_one(store_fixture& f) {
+    auto earliest = [&] {
+        auto [ec, now, e] = dq_test::call<dq::time_point, std::optional<dq::time_point>>(
+            f.io, [&](auto h) { f.store->earliest_due(std::move(h)); });
+        BOOST_REQUIRE_MESSAGE(!ec, ec.message());
+        return std::pair(now, e);
+    };
+    const auto n = f.now();
+    const auto [now0, none] = earliest();
+    BOOST_TEST(!none.has_value());
+    BOOST_TEST((now0 >= n));
+    // One due 5 s ago (waiting for a worker), one due in an hour (in a far slot with Redis).
+    BOOST_TEST(!std::get<0>(f.submit(make("late", n - 5s))));
+    BOOST_TEST(!std::get<0>(f.submit(make("far", n + 1h))));
+    const auto [now1, e1] = earliest();
+    BOOST_REQUIRE(e1.has_value());
+    BOOST_TEST((*e1 == n - 5s));
+    BOOST_TEST((now1 >= n));
+    // Claimed, it waits no more for a worker: the next is the one due in an hour.
+    auto r = f.claim_ok();
+    BOOST_REQUIRE_EQUAL(r.tasks.size(), 1u);
+    BOOST_TEST(r.tasks[0].id == "late");
+    const auto [now2, e2] = earliest();
+    BOOST_REQUIRE(e2.has_value());
+    BOOST_TEST((*e2 == n + 1h));
+    BOOST_TEST(std::get<1>(f.cancel("far")) == dq::cancel_result::cancelled);
+    BOOST_TEST(!earliest().second.has_value());
+}
+
 } // namespace store_cases
 
 } // namespace dq_test
@@ -539,6 +568,8 @@ inline void a_new_earliest_task_publishes_a_wakeup(store_fixture& f) {
                        make_fixture(timewheel::dq::limits{}))                                      \
     DQ_TEST_STORE_CASE(dead_letters_are_listed_in_pages, make_fixture(timewheel::dq::limits{}))    \
     DQ_TEST_STORE_CASE(a_new_earliest_task_publishes_a_wakeup,                                     \
+                       make_fixture(timewheel::dq::limits{}))                                      \
+    DQ_TEST_STORE_CASE(earliest_due_is_the_first_delayed_task_not_a_claimed_one,                   \
                        make_fixture(timewheel::dq::limits{}))
 
 #endif // TIMEWHEEL_TEST_DQ_SUPPORT_STORE_CASES_HPP

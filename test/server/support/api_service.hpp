@@ -27,6 +27,7 @@
 #include <sys/time.h>
 
 #include <chrono>
+#include <ctime>
 #include <filesystem>
 #include <fstream>
 #include <optional>
@@ -145,13 +146,19 @@ inline std::filesystem::path make_temp_dir(const std::string& prefix) {
 inline std::uint16_t launch_timewheeld(std::optional<child_process>& process,
                                        const std::filesystem::path& dir,
                                        const std::vector<std::string>& args,
-                                       const std::vector<std::string>& env) {
+                                       const std::vector<std::string>& env,
+                                       bool in_dir = false) {
     const auto port_file = dir / "port";
     std::error_code ec;
     std::filesystem::remove(port_file, ec); // a restart must not read the last one's port
     std::vector<std::string> argv = {TIMEWHEELD_BINARY, "--port", "0", "--port-file",
                                      port_file.string()};
     argv.insert(argv.end(), args.begin(), args.end());
+    if (in_dir) {
+        // The working directory is `dir`: the shell changes to it, then becomes timewheeld
+        // (exec: the same process, signals and all).
+        argv.insert(argv.begin(), {"/bin/sh", "-c", "cd \"$0\" && exec \"$@\"", dir.string()});
+    }
     process.reset();
     process.emplace(
         child_process::options{.argv = argv, .output = dir / "timewheeld.log", .env = env});
@@ -180,6 +187,9 @@ public:
         /// Run timewheeld's own callback worker (the API's tests play the worker themselves:
         /// --no-worker unless this is set).
         bool worker = false;
+        /// Give no --store: timewheeld runs with its default store, in dir() as its working
+        /// directory (the redis-server still runs, unused).
+        bool default_store = false;
     };
 
     api_service()
@@ -198,6 +208,8 @@ public:
     redis_server& redis() noexcept { return redis_; }
     child_process& process() noexcept { return *process_; }
     std::uint16_t port() const noexcept { return port_; }
+    /// The service's temporary directory (its port file, its log; removed at the end).
+    const std::filesystem::path& dir() const noexcept { return dir_; }
     const std::string& queue() const noexcept { return opt_.queue; }
     std::string store_url() const {
         return "redis://127.0.0.1:" + std::to_string(redis_.port()) + "/" + opt_.queue;
@@ -220,12 +232,15 @@ public:
 private:
     void start() {
         dir_ = make_temp_dir("timewheeld-test");
-        std::vector<std::string> args = {"--store", store_url()};
+        std::vector<std::string> args;
+        if (!opt_.default_store) {
+            args = {"--store", store_url()};
+        }
         if (!opt_.worker) {
             args.push_back("--no-worker");
         }
         args.insert(args.end(), opt_.args.begin(), opt_.args.end());
-        port_ = launch_timewheeld(process_, dir_, args, opt_.env);
+        port_ = launch_timewheeld(process_, dir_, args, opt_.env, opt_.default_store);
     }
 
     options opt_;
@@ -238,6 +253,46 @@ private:
 /// A JSON string literal for `s` (for building request bodies).
 inline std::string json_quote(std::string_view s) {
     return boost::json::serialize(boost::json::value(s));
+}
+
+/// `t` in RFC 3339, UTC, whole seconds (cut, not rounded: never later than `t`).
+inline std::string rfc3339(std::chrono::system_clock::time_point t) {
+    const std::time_t secs = std::chrono::system_clock::to_time_t(t);
+    std::tm tm{};
+    ::gmtime_r(&secs, &tm);
+    char buf[32];
+    std::strftime(buf, sizeof buf, "%Y-%m-%dT%H:%M:%SZ", &tm);
+    return buf;
+}
+
+/// The body of a submit of a task due at `t` (whole seconds) whose callback nobody runs.
+inline std::string task_due_at(const std::string& id, std::chrono::system_clock::time_point t) {
+    return R"({"id": )" + json_quote(id) + R"(, "due_at": ")" + rfc3339(t) +
+           R"(", "callback": {"url": "http://127.0.0.1:9/never"}})";
+}
+
+/// The value of an unlabelled metric in Prometheus text ("" when it is absent).
+inline std::string metric_value(const std::string& text, const std::string& name) {
+    const auto at = text.find("\n" + name + " ");
+    if (at == std::string::npos) {
+        return {};
+    }
+    const auto begin = at + name.size() + 2;
+    return text.substr(begin, text.find('\n', begin) - begin);
+}
+
+/// Polls `done` until it holds or `limit` has passed (a generous bound, not a timed
+/// assertion: the checks that follow say what went wrong).
+template <typename Pred>
+bool eventually(Pred done, std::chrono::seconds limit = std::chrono::seconds(30)) {
+    const auto deadline = std::chrono::steady_clock::now() + limit;
+    while (std::chrono::steady_clock::now() < deadline) {
+        if (done()) {
+            return true;
+        }
+        std::this_thread::sleep_for(std::chrono::milliseconds(20));
+    }
+    return done();
 }
 
 } // namespace timewheel::test_support

@@ -34,20 +34,6 @@
 
 namespace timewheel::test_support {
 
-/// Polls `done` every 20 ms until it holds or `limit` has passed (a generous watchdog, not a
-/// timed assertion: the checks that follow say what went wrong). Returns done().
-inline bool eventually(const std::function<bool()>& done,
-                       std::chrono::steady_clock::duration limit = std::chrono::seconds(30)) {
-    const auto deadline = std::chrono::steady_clock::now() + limit;
-    while (std::chrono::steady_clock::now() < deadline) {
-        if (done()) {
-            return true;
-        }
-        std::this_thread::sleep_for(std::chrono::milliseconds(20));
-    }
-    return done();
-}
-
 /// The system clock in milliseconds since the epoch (the store's clock is the same
 /// machine's).
 inline std::int64_t now_ms() {
@@ -88,8 +74,9 @@ private:
     std::filesystem::path path_;
 };
 
-/// `t` as RFC 3339 in UTC with milliseconds ("2026-11-26T00:37:24.363Z"), for due_at.
-inline std::string rfc3339(std::chrono::system_clock::time_point t) {
+/// `t` as RFC 3339 in UTC with milliseconds ("2026-11-26T00:37:24.363Z"), for due_at
+/// (api_service.hpp's rfc3339() gives whole seconds).
+inline std::string rfc3339_ms(std::chrono::system_clock::time_point t) {
     const auto ms = std::chrono::duration_cast<std::chrono::milliseconds>(t.time_since_epoch());
     const std::time_t secs = static_cast<std::time_t>(ms.count() / 1000);
     std::tm tm{};

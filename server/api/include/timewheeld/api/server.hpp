@@ -2,7 +2,8 @@
 // timewheeld/api/server.hpp
 //
 // The HTTP/JSON API of timewheeld on Boost.Beast: one io_context per thread, each with its
-// own store connection; one acceptor, whose connections are dealt to the threads in turn.
+// own store (a Redis connection, or a view of the one SQLite database) completing on it; one
+// acceptor, whose connections are dealt to the threads in turn.
 //
 //   POST   /v1/tasks                 submit (201 created, 200 exists), the task as JSON
 //   GET    /v1/tasks/{id}            state, attempts, times, last error, execution log
@@ -72,7 +73,7 @@ struct shard_hooks {
  */
 class server {
 public:
-    /// Opens the stores (one per thread) and binds the listening socket.
+    /// Opens the stores (one per thread, see store_source) and binds the listening socket.
     /** @throws std::invalid_argument for a bad store URL; boost::system::system_error when
      *  the address cannot be bound. */
     server(const api::settings& s, metrics_registry& metrics, api::logger& log);

@@ -30,7 +30,8 @@ struct settings {
     std::string bind = "127.0.0.1"; ///< the address the API listens on
     std::uint16_t port = 8080;      ///< 0: any free port (see port_file and the log)
     std::string port_file;          ///< when set, the bound port is written there
-    std::string store = "redis://127.0.0.1:6379/timewheeld"; ///< see make_store()
+    /// See store_source: the embedded default, a file in the working directory.
+    std::string store = "sqlite:timewheeld.db";
     std::string token;       ///< when set, /v1/* and /metrics need "Authorization: Bearer <token>"
     std::size_t threads = 1; ///< io_contexts, one thread each
     std::size_t max_body_bytes = 1024 * 1024; ///< a request body (413 beyond)

@@ -1,15 +1,20 @@
 //
 // timewheeld/api/store.hpp
 //
-// The store selection of timewheeld: a URL names where tasks live, and make_store() opens
-// a dq::store on one thread's executor (each of the service's threads opens its own).
+// The store selection of timewheeld: a URL names where tasks live; a store_source reads
+// it once, and gives each of the service's threads its own dq::store on that thread's
+// executor.
 //
 // Schemes:
 //   redis://[user:password@]host[:port][/queue]   dq::redis_store, standalone (port 6379,
-//                                                 queue "timewheeld" by default)
+//                                                 queue "timewheeld" by default): one
+//                                                 connection per thread
 //   sqlite:PATH                                   dq::sqlite_store in the file PATH (created
-//                                                 if missing; one node, one thread: two
-//                                                 stores must not share a file)
+//                                                 if missing, relative to the working
+//                                                 directory): one database, one writer
+//                                                 thread and group commit shared by the
+//                                                 threads, each completing on its own
+//                                                 executor
 //
 #ifndef TIMEWHEELD_API_STORE_HPP
 #define TIMEWHEELD_API_STORE_HPP
@@ -53,10 +58,34 @@ struct redis_location {
 std::optional<redis_location> redis_location_of(std::string_view url,
                                                 const store_options& opt = {});
 
-/// Opens the store that `url` names, on `ex`.
-/** @throws std::invalid_argument naming what is wrong with the URL (an unknown scheme, a
- *  malformed port...). Connecting happens in the background: an unreachable store fails
- *  operations, it does not throw here. */
+/// Where the service's stores come from: the URL read (and a Redis host resolved) once.
+/**
+ * @par Thread Safety
+ * Use from one thread (the service opens every thread's store before running them).
+ */
+class store_source {
+public:
+    /// @throws std::invalid_argument naming what is wrong with the URL (an unknown scheme,
+    /// a malformed port...).
+    explicit store_source(std::string_view url, store_options opt = {});
+    ~store_source();
+
+    store_source(const store_source&) = delete;
+    store_source& operator=(const store_source&) = delete;
+
+    /// A store whose operations complete on `ex`. Redis: a connection of its own,
+    /// connecting in the background (an unreachable store fails operations, it does not
+    /// throw here). SQLite: the first call opens the file, later ones share it.
+    /** @throws std::invalid_argument when the SQLite file cannot be opened. */
+    store_handle open(const timewheel::dq::store::executor_type& ex);
+
+private:
+    struct impl;
+    std::unique_ptr<impl> impl_;
+};
+
+/// One store that `url` names, on `ex` (store_source(url, opt).open(ex)).
+/** @throws std::invalid_argument as store_source and open() do. */
 store_handle make_store(std::string_view url, const timewheel::dq::store::executor_type& ex,
                         const store_options& opt = {});
 
