@@ -146,8 +146,7 @@ inline std::filesystem::path make_temp_dir(const std::string& prefix) {
 inline std::uint16_t launch_timewheeld(std::optional<child_process>& process,
                                        const std::filesystem::path& dir,
                                        const std::vector<std::string>& args,
-                                       const std::vector<std::string>& env,
-                                       bool in_dir = false) {
+                                       const std::vector<std::string>& env, bool in_dir = false) {
     const auto port_file = dir / "port";
     std::error_code ec;
     std::filesystem::remove(port_file, ec); // a restart must not read the last one's port
