@@ -519,3 +519,43 @@ BOOST_AUTO_TEST_CASE(close_and_destructor_with_calls_in_flight) {
     BOOST_TEST(codes.size() == 1u);
     BOOST_TEST((codes.at(0) == error::client_closed));
 }
+
+BOOST_AUTO_TEST_CASE(bad_headers_are_refused_before_anything_is_sent) {
+    // parse_callback refuses them; a call_request made by hand must not split the request.
+    sink s;
+    net::io_context io;
+    client c(io.get_executor(), loopback_options());
+    auto r = request_to(s.url());
+    r.spec.headers = {{"X-Ok", "yes"}, {"X-Split", "a\r\nX-Injected: 1"}};
+    auto a = call(io, c, r);
+    BOOST_TEST((a.result.verdict == verdict::fail));
+    BOOST_TEST((a.ec == error::bad_header));
+    BOOST_TEST(a.result.error.find("X-Split") != std::string::npos);
+    r.spec.headers = {{"Bad Name", "x"}};
+    BOOST_TEST((call(io, c, r).ec == error::bad_header));
+    BOOST_TEST(s.requests().empty());
+    BOOST_TEST(c.stats().connects == 0u);
+}
+
+BOOST_AUTO_TEST_CASE(content_length_as_the_method_wants_it) {
+    // The request is written by hand: Content-Length as Beast's prepare_payload() sets it.
+    sink s;
+    net::io_context io;
+    client c(io.get_executor(), loopback_options());
+    auto r = request_to(s.url());
+    r.spec.method = "GET";
+    BOOST_TEST((call(io, c, r).result.verdict == verdict::success));
+    r.spec.method = "POST";
+    BOOST_TEST((call(io, c, r).result.verdict == verdict::success));
+    r.spec.method = "DELETE";
+    r.spec.body = "abc";
+    BOOST_TEST((call(io, c, r).result.verdict == verdict::success));
+    auto got = s.requests();
+    BOOST_REQUIRE(got.size() == 3u);
+    BOOST_TEST(!got[0].header("Content-Length"));
+    BOOST_TEST(got[1].header("Content-Length").value_or("") == "0");
+    BOOST_TEST(got[2].header("Content-Length").value_or("") == "3");
+    BOOST_TEST(got[2].body == "abc");
+    BOOST_TEST(got[2].method == "DELETE");
+    BOOST_TEST(got[2].header("User-Agent").value_or("") == "timewheeld");
+}

@@ -34,6 +34,8 @@ public:
             return "TLS certificate not trusted";
         case error::client_closed:
             return "callback client closed";
+        case error::bad_header:
+            return "bad callback header";
         }
         return "unknown callback error";
     }

@@ -2,6 +2,7 @@
 
 #include <timewheeld/callback/url.hpp>
 
+#include <boost/json/monotonic_resource.hpp>
 #include <boost/json/object.hpp>
 #include <boost/json/parse.hpp>
 
@@ -140,8 +141,12 @@ callback_spec parse_callback(const json::value& v, const payload_limits& limits)
 }
 
 callback_spec parse_callback(std::string_view text, const payload_limits& limits) {
+    // Parsed once per attempt of every task: the JSON tree lives in a buffer on the stack
+    // (and spills to the heap only for a large payload), and the spec copies what it keeps.
+    unsigned char buffer[4096];
+    json::monotonic_resource resource(buffer, sizeof buffer);
     boost::system::error_code ec;
-    auto v = json::parse(text, ec);
+    auto v = json::parse(text, ec, &resource);
     if (ec)
         throw payload_error("callback", "is not valid JSON (" + ec.message() + ")");
     return parse_callback(v, limits);

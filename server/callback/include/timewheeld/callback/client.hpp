@@ -19,6 +19,8 @@
 //   408, 429, 5xx  -> retry            3xx -> fail (error::redirect_refused)
 //   other 4xx, 1xx -> fail             no answer (refused, reset, timeout, DNS) -> retry
 //   a URL, host or address the policy refuses, an untrusted certificate -> fail
+//   a header name that is not a token or a value with a control character -> fail
+//     (error::bad_header; parse_callback refuses them already)
 //
 // Retry-After (seconds or an HTTP-date) is parsed into call_result::retry_after whenever
 // the answer carries one.

@@ -28,6 +28,7 @@ enum class error {
     host_backing_off,   ///< the host answered 429 recently; its back-off has not ended
     tls_verify_failed,  ///< the host's certificate is not trusted (or names another host)
     client_closed,      ///< close() or the client's destructor ended the call
+    bad_header,         ///< a header name that is not a token, or a value with CR, LF, NUL...
 };
 
 /// The category of timewheeld::callback::error ("timewheeld.callback").
