@@ -479,14 +479,7 @@ void worker_impl::on_claimed(error_code ec, claim_result r, steady::time_point s
         // A full batch: more may be due already.
         arm_claim(received);
     } else if (r.next_due) {
-        // Next when the next task comes within the horizon, plus an eighth of the horizon: a
-        // steady trickle is then claimed in batches (an eighth of a horizon's worth of tasks
-        // each, still seven eighths of the horizon ahead of their due time) instead of about
-        // one claim per task; small enough batches that a start call queued behind a claim
-        // on the connection waits little. Something within the horizon already (a shard the
-        // claim did not visit): at once.
-        const auto enters = to_local(*r.next_due) - horizon;
-        arm_claim(enters <= received ? received : enters + horizon / 8);
+        arm_claim(std::max(received, to_local(*r.next_due) - horizon));
     } else {
         arm_claim(received + options_.poll);
     }

@@ -197,9 +197,7 @@ private:
  * second of age, so that drift is followed). The tasks that fire in one turn are confirmed
  * with one store::start; the handler runs for each one `started`, in due order; a
  * `too_early` one is re-armed, a `stale` one dropped. The next claim is timed by the
- * claim's next due time (an eighth of the horizon after that task comes within the horizon,
- * so that a steady trickle is claimed in batches), by the store's wake-ups, and at least
- * every `poll`.
+ * claim's next due time, by the store's wake-ups, and at least every `poll`.
  *
  * @par Failures of the store
  * A failed operation is counted (stats().store_errors), reported to `on_error`, and
