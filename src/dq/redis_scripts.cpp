@@ -6,15 +6,23 @@
 //
 // A record (the task's request and its slow-changing state) is one string:
 //   byte 1   flags: bits 0-2 state (0 pending, 4 dead, 5 cancelled), bit 3 a retry policy
-//            other than the default follows, bit 4 an attempt count follows, bit 5 an error
+//            other than the default follows, bit 4 an attempt count follows, bit 5 an error,
+//            bit 6 an update time
 //   byte 2   the number of 64-byte chunks it is stored in (1 when stored whole)
-//   I6 created, I6 updated, [I4 max_attempts, I6 base, I6 cap], [I4 attempt],
+//   I6 created, I6 due, [I6 updated], [I4 max_attempts, I6 base, I6 cap], [I4 attempt],
 //   [I2 length, error], payload
 // It is kept in chunks of at most 64 bytes (Redis's hash-max-listpack-value), fields `id` and
 // `id NUL <k-1>`, so that the bucket hash stays a listpack; a record over 8 chunks is stored
 // whole. A claimed task's fast-changing state (token, due, prefetched/running, attempt,
-// worker) is in {Q:s}:k instead, so that claim, start and ack never rewrite a record on the
-// way to success.
+// worker, and where its record is: chunk count and bucket) is in {Q:s}:k instead, so that
+// claim, start and ack never rewrite a record on the way to success, and a successful ack
+// deletes it without reading it or hashing its id.
+//
+// The per-task paths of claim, start and ack are written for the Lua interpreter, where
+// Redis spends most of its time: no table per task (a table grown field by field is rehashed
+// several times), no number formatted per task (Redis formats a Lua number argument with
+// "%.17g": times common to a call are formatted once, as strings), one concatenation per
+// value.
 //
 // Writes under OOM: Redis refuses a script's first write command that may grow memory
 // (deny-oom) when over maxmemory, and lets the rest of the script run once it has written.
@@ -74,32 +82,35 @@ local function hash(id)
   end
   return h
 end
-local function bkey(id) return P .. 't:' .. (math.floor(hash(id) / S) % B) end
+-- The record's bucket number as it appears in its key (bnum), and the key. '%d' costs half
+-- of tostring's '%.14g' and spells an integer below 2^53 the same.
+local function bnum(id)
+  local h = hash(id)
+  return string.format('%d', (h - h % S) / S % B)
+end
+local function bkey(id) return P .. 't:' .. bnum(id) end
 local function chunk_name(id, k) return id .. '\0' .. string.char(k - 1) end
+local C2 = '\0\1' -- id .. C2 names a record's second chunk
 
+-- One table constructor (a table grown field by field is rehashed four times).
 local function decode(s)
   local f = string.byte(s, 1)
-  local r = {st = f % 8}
-  local pos
-  r.created, r.due, pos = struct.unpack('>I6I6', s, 3)
-  r.updated = r.created
-  if bit.band(f, 64) ~= 0 then r.updated, pos = struct.unpack('>I6', s, pos) end
-  if bit.band(f, 8) ~= 0 then
-    r.max, r.base, r.cap, pos = struct.unpack('>I4I6I6', s, pos)
-  else
-    r.max, r.base, r.cap = DEF_MAX, DEF_BASE, DEF_CAP
-  end
-  r.att = 0
-  if bit.band(f, 16) ~= 0 then r.att, pos = struct.unpack('>I4', s, pos) end
-  r.err = ''
-  if bit.band(f, 32) ~= 0 then
+  local created, due, pos = struct.unpack('>I6I6', s, 3)
+  local updated = created
+  if f >= 64 then updated, pos = struct.unpack('>I6', s, pos) end
+  local mx, bs, cp = DEF_MAX, DEF_BASE, DEF_CAP
+  if f % 16 >= 8 then mx, bs, cp, pos = struct.unpack('>I4I6I6', s, pos) end
+  local att = 0
+  if f % 32 >= 16 then att, pos = struct.unpack('>I4', s, pos) end
+  local err = ''
+  if f % 64 >= 32 then
     local n
     n, pos = struct.unpack('>I2', s, pos)
-    r.err = string.sub(s, pos, pos + n - 1)
+    err = string.sub(s, pos, pos + n - 1)
     pos = pos + n
   end
-  r.payload = string.sub(s, pos)
-  return r
+  return {st = f % 8, created = created, due = due, updated = updated, max = mx, base = bs,
+          cap = cp, att = att, err = err, payload = string.sub(s, pos)}
 end
 
 local function encode(r)
@@ -128,20 +139,38 @@ local function encode(r)
   return string.char(f, n) .. body, n
 end
 
-local function read_rec(bk, id)
-  local v = redis.call('HMGET', bk, id, chunk_name(id, 2))
-  local head = v[1]
-  if not head then return nil, 0 end
+-- The record as one string, from the HMGET of its first two chunks; the chunk count.
+local function rec_string(bk, id, head, second)
   local n = string.byte(head, 2)
-  if n == 1 then return decode(head), 1 end
-  local parts = {head, v[2] or ''}
-  if n > 2 then
-    local names = {}
-    for k = 3, n do names[#names + 1] = chunk_name(id, k) end
-    local more = redis.call('HMGET', bk, unpack(names))
-    for j = 1, #more do parts[#parts + 1] = more[j] or '' end
-  end
-  return decode(table.concat(parts)), n
+  if n == 1 then return head, 1 end
+  if n == 2 then return head .. (second or ''), 2 end
+  local parts = {head, second or ''}
+  local names = {}
+  for k = 3, n do names[#names + 1] = chunk_name(id, k) end
+  local more = redis.call('HMGET', bk, unpack(names))
+  for j = 1, #more do parts[#parts + 1] = more[j] or '' end
+  return table.concat(parts), n
+end
+
+local function read_rec(bk, id)
+  local v = redis.call('HMGET', bk, id, id .. C2)
+  if not v[1] then return nil, 0 end
+  local s, n = rec_string(bk, id, v[1], v[2])
+  return decode(s), n
+end
+
+-- What a claim returns of a record, without decode()'s table (claim's per-task path):
+-- attempt, max_attempts, base, cap, payload.
+local function claim_fields(s)
+  local f = string.byte(s, 1)
+  local pos = 15
+  if f >= 64 then pos = 21 end
+  local mx, bs, cp = DEF_MAX, DEF_BASE, DEF_CAP
+  if f % 16 >= 8 then mx, bs, cp, pos = struct.unpack('>I4I6I6', s, pos) end
+  local att = 0
+  if f % 32 >= 16 then att, pos = struct.unpack('>I4', s, pos) end
+  if f % 64 >= 32 then pos = pos + 2 + struct.unpack('>I2', s, pos) end
+  return att, mx, bs, cp, string.sub(s, pos)
 end
 
 local function write_rec(bk, id, r, old_n)
@@ -169,20 +198,33 @@ local function delete_rec(bk, id, n)
   redis.call('HDEL', bk, unpack(d))
 end
 
--- A claimed task's state in KK: state, due, attempt, started, the record's chunk count,
--- token, worker. Padded to 65 bytes so that KK is a hashtable (O(1) lookups) even with a
--- few hundred tasks in flight: a listpack would be scanned whole at every lookup.
+-- A claimed task's state in KK: state, due, attempt, started, the record's chunk count, the
+-- lengths of the token and the worker, the token, the worker, then the record's bucket
+-- number (as in its key) after its length byte, so that ack finds the record without hashing
+-- the id again (a value written before the bucket was kept has padding there: '-' reads as a
+-- length over 5, and the bucket is computed). Padded to 65 bytes so that KK is a hashtable
+-- (O(1) lookups) even with a few hundred tasks in flight: a listpack would be scanned whole
+-- at every lookup.
+local KKF = '>BI6I4I6BBB'
+local function kk_bucket(v, pos)
+  local bl = string.byte(v, pos)
+  if bl and bl <= 5 then return string.sub(v, pos + 1, pos + bl) end
+  return nil
+end
 local function kk_decode(v)
-  local st, due, att, started, n, tl, wl, pos = struct.unpack('>BI6I4I6BBB', v)
+  local st, due, att, started, n, tl, wl, pos = struct.unpack(KKF, v)
   return {st = st, due = due, att = att, started = started, n = n,
-          token = string.sub(v, pos, pos + tl - 1), worker = string.sub(v, pos + tl, pos + tl + wl - 1)}
+          token = string.sub(v, pos, pos + tl - 1),
+          worker = string.sub(v, pos + tl, pos + tl + wl - 1), b = kk_bucket(v, pos + tl + wl)}
 end
 local function kk_encode(c)
-  local v = struct.pack('>BI6I4I6BBB', c.st, c.due, c.att, c.started, c.n, #c.token, #c.worker) ..
+  local v = struct.pack(KKF, c.st, c.due, c.att, c.started, c.n, #c.token, #c.worker) ..
             c.token .. c.worker
+  if c.b then v = v .. string.char(#c.b) .. c.b end
   if #v < 65 then v = v .. string.rep('-', 65 - #v) end
   return v
 end
+local function kk_token(v) return string.sub(v, 21, 20 + string.byte(v, 19)) end
 
 local function token(now)
   return string.format('%06x%07x%07x', now % 16777216, math.random(0, 268435455),
@@ -308,16 +350,19 @@ end
 -- is O(1) and an ack writes one field per task instead of a 7-field stream entry.
 local LOGQ, LOGN = {}, 0
 local OUTCOME = {success = 's', failure = 'f', retry = 'r', lease_expired = 'l'}
-local function log(id, att, worker, started, ended, outcome, err)
-  local e = struct.pack('>I4I6I6', att, started, ended) .. OUTCOME[outcome] ..
-            string.char(#worker) .. worker .. struct.pack('>I2', #err) .. err
-  if LOGQ[id] then
-    LOGQ[id] = LOGQ[id] .. e
+local function log_add(id, e)
+  local q = LOGQ[id]
+  if q then
+    LOGQ[id] = q .. e
   else
     LOGN = LOGN + 1
     LOGQ[LOGN] = id
     LOGQ[id] = e
   end
+end
+local function log(id, att, worker, started, ended, outcome, err)
+  log_add(id, struct.pack('>I4I6I6', att, started, ended) .. OUTCOME[outcome] ..
+              string.char(#worker) .. worker .. struct.pack('>I2', #err) .. err)
 end
 local function log_entries(v)
   local out, pos, n = {}, 1, #v
@@ -644,37 +689,56 @@ if limit > 0 then
   local count = #ids / 2
   if count > 0 then
     redis.call('ZREMRANGEBYRANK', KD, 0, count - 1)
-    local za, ha = {}, {}
+    -- Per task: one HMGET, no table, no number formatted (the lease expiry of a due task is
+    -- the same string for all), the KK value packed at once.
+    local za, ha, nz, no = {}, {}, 0, 2
     local started = 0
+    local due_expiry = string.format('%d', now + lease)
+    local tl = #tbase + 2
+    local tails, pads = {}, {} -- by the bucket number's length: its length byte, the padding
     for i = 1, #ids, 2 do
       local id, due = ids[i], tonumber(ids[i + 1])
-      local r, rn = read_rec(bkey(id), id)
-      if r then
-        local tok
-        if tbase ~= '' then
-          local k = (i - 1) / 2
-          tok = tbase .. string.char(48 + k % 64, 48 + math.floor(k / 64) % 64)
-        else
-          tok = token(now)
-        end
-        local att = r.att + 1
+      local b = bnum(id)
+      local bk = P .. 't:' .. b
+      local v = redis.call('HMGET', bk, id, id .. C2)
+      if v[1] then
+        local s, rn = rec_string(bk, id, v[1], v[2])
+        local att, mx, bs, cp, payload = claim_fields(s)
+        att = att + 1
         local st, at, run = PREFETCHED, 0, 0
         -- Nothing starts before its due time by this clock: only tasks due by now.
         if due <= now and started < start_due then
           st, at, run = RUNNING, now, 1
           started = started + 1
         end
-        za[#za + 1] = fmt(math.max(due, now) + lease)
-        za[#za + 1] = id
-        ha[#ha + 1] = id
-        ha[#ha + 1] = kk_encode({st = st, due = due, att = att, started = at, n = rn,
-                                 token = tok, worker = worker})
-        out[#out + 1] = id; out[#out + 1] = tok; out[#out + 1] = due; out[#out + 1] = att
-        out[#out + 1] = r.payload; out[#out + 1] = r.max; out[#out + 1] = r.base
-        out[#out + 1] = r.cap; out[#out + 1] = run
+        local tok, kv
+        if tbase ~= '' then
+          local k = (i - 1) / 2
+          tok = tbase .. string.char(48 + k % 64, 48 + (k - k % 64) / 64 % 64)
+          local tail = tails[#b]
+          if not tail then
+            tail = string.char(#b)
+            pads[#b] = string.rep('-', 65 - (21 + tl + #worker + #b))
+            tails[#b] = tail
+          end
+          kv = struct.pack(KKF, st, due, att, at, rn, tl, #worker) .. tok .. worker .. tail ..
+               b .. pads[#b]
+        else
+          tok = token(now)
+          kv = kk_encode({st = st, due = due, att = att, started = at, n = rn, token = tok,
+                          worker = worker, b = b})
+        end
+        if due <= now then za[nz + 1] = due_expiry else za[nz + 1] = due + lease end
+        za[nz + 2] = id
+        ha[nz + 1] = id
+        ha[nz + 2] = kv
+        nz = nz + 2
+        out[no + 1], out[no + 2], out[no + 3], out[no + 4], out[no + 5] = id, tok, due, att, payload
+        out[no + 6], out[no + 7], out[no + 8], out[no + 9] = mx, bs, cp, run
+        no = no + 9
       end
     end
-    if #za > 0 then
+    if nz > 0 then
       redis.call('ZADD', KL, unpack(za))
       redis.call('HSET', KK, unpack(ha))
     end
@@ -687,28 +751,28 @@ return out
 // ARGV[11..]: (id, token) pairs. Returns one letter per lease: r started, s stale, e too early.
 const char* const start_body = R"lua(
 local now = now_ms()
-local res, ha, ids = {}, {}, {}
+local res, ha, ids, nh = {}, {}, {}, 0
 for i = 11, #ARGV, 2 do ids[#ids + 1] = ARGV[i] end
 local cvs = redis.call('HMGET', KK, unpack(ids))
-for i = 11, #ARGV, 2 do
-  local id, tok = ARGV[i], ARGV[i + 1]
-  local cv = cvs[(i - 9) / 2]
-  local c = cv and kk_decode(cv)
-  if not c or c.token ~= tok then
-    res[#res + 1] = 's'
-  elseif c.due > now then
-    res[#res + 1] = 'e'
+local started = nil
+for j = 1, #ids do
+  local cv = cvs[j]
+  if not cv or kk_token(cv) ~= ARGV[10 + 2 * j] then
+    res[j] = 's'
+  elseif struct.unpack('>I6', cv, 2) > now then
+    res[j] = 'e'
   else
-    if c.st ~= RUNNING then
-      c.st = RUNNING
-      c.started = now
-      ha[#ha + 1] = id
-      ha[#ha + 1] = kk_encode(c)
+    if string.byte(cv, 1) ~= RUNNING then
+      -- state and started replaced in place: byte 1, bytes 12..17
+      started = started or struct.pack('>I6', now)
+      ha[nh + 1] = ids[j]
+      ha[nh + 2] = string.char(RUNNING) .. string.sub(cv, 2, 11) .. started .. string.sub(cv, 18)
+      nh = nh + 2
     end
-    res[#res + 1] = 'r'
+    res[j] = 'r'
   end
 end
-if #ha > 0 then redis.call('HSET', KK, unpack(ha)) end
+if nh > 0 then redis.call('HSET', KK, unpack(ha)) end
 return table.concat(res)
 )lua";
 
@@ -720,7 +784,7 @@ local res = {}
 for i = 12, #ARGV, 2 do
   local id, tok = ARGV[i], ARGV[i + 1]
   local cv = redis.call('HGET', KK, id)
-  if cv and kk_decode(cv).token == tok then
+  if cv and kk_token(cv) == tok then
     redis.call('ZADD', KL, 'XX', fmt(now + lease), id)
     res[#res + 1] = 'o'
   else
@@ -734,59 +798,81 @@ return table.concat(res)
 // ended). One letter per ack: o ok, s stale.
 const char* const ack_body = R"lua(
 local now = now_ms()
-local res, valid, gone, all = {}, {}, {}, {}
-for i = 11, #ARGV, 7 do all[#all + 1] = ARGV[i] end
-local cvs = redis.call('HMGET', KK, unpack(all))
+local res, valid, gone, all, na, nv = {}, {}, {}, {}, 0, 0
 for i = 11, #ARGV, 7 do
-  local id, tok = ARGV[i], ARGV[i + 1]
-  local cv = cvs[(i - 4) / 7]
-  local c = cv and kk_decode(cv)
-  if c and c.token == tok and not gone[id] then
-    valid[#valid + 1] = {i, c}
+  na = na + 1
+  all[na] = ARGV[i]
+end
+local cvs = redis.call('HMGET', KK, unpack(all))
+for j = 1, na do
+  local id, cv = all[j], cvs[j]
+  if cv and kk_token(cv) == ARGV[5 + 7 * j] and not gone[id] then
+    nv = nv + 1
+    valid[nv] = j
     gone[id] = true
-    res[#res + 1] = 'o'
+    res[j] = 'o'
   else
-    res[#res + 1] = 's'
+    res[j] = 's'
   end
 end
-if #valid == 0 then return table.concat(res) end
+if nv == 0 then return table.concat(res) end
 local ids = {}
-for _, v in ipairs(valid) do ids[#ids + 1] = ARGV[v[1]] end
+for k = 1, nv do ids[k] = all[valid[k]] end
 redis.call('HDEL', KK, unpack(ids))
 redis.call('ZREM', KL, unpack(ids))
-local done_ids, woke, any_dead = {}, {}, false
-for _, v in ipairs(valid) do
-  local i, c = v[1], v[2]
-  local id, kind, after, err = ARGV[i], ARGV[i + 2], tonumber(ARGV[i + 3]), ARGV[i + 4]
+-- Success, per task: the record's HDEL (its bucket from KK: no hashing), a log entry packed
+-- at once, the done set's entry with the time formatted once per call.
+local done_ids, nd, woke, any_dead, wk = {}, 0, {}, false, {}
+local now_s = string.format('%d', now)
+for k = 1, nv do
+  local j = valid[k]
+  local i = 4 + 7 * j
+  local id, cv, kind = all[j], cvs[j], ARGV[i + 2]
+  local att, cstarted, n, tl, wl = struct.unpack('>I4I6BBB', cv, 8)
+  local worker = string.sub(cv, 21 + tl, 20 + tl + wl)
+  local b = kk_bucket(cv, 21 + tl + wl)
+  local bk = b and P .. 't:' .. b or bkey(id)
   local started, ended = tonumber(ARGV[i + 5]), tonumber(ARGV[i + 6])
-  if started <= 0 then started = c.started end
+  if started <= 0 then started = cstarted end
   if ended <= 0 then ended = now end
-  local bk = bkey(id)
   if kind == 's' then
-    delete_rec(bk, id, c.n)
-    done_ids[#done_ids + 1] = fmt(now)
-    done_ids[#done_ids + 1] = id
-    log(id, c.att, c.worker, started, ended, 'success', '')
+    if n == 1 then
+      redis.call('HDEL', bk, id)
+    elseif n == 2 then
+      redis.call('HDEL', bk, id, id .. C2)
+    else
+      delete_rec(bk, id, n)
+    end
+    done_ids[nd + 1] = now_s
+    done_ids[nd + 2] = id
+    nd = nd + 2
+    local w = wk[worker]
+    if not w then
+      w = 's' .. string.char(wl) .. worker .. '\0\0'
+      wk[worker] = w
+    end
+    log_add(id, struct.pack('>I4I6I6', att, started, ended) .. w)
   else
-    local r, n = read_rec(bk, id)
+    local err, after = ARGV[i + 4], tonumber(ARGV[i + 3])
+    local r, rn = read_rec(bk, id)
     if r then
-      r.att = c.att
+      r.att = att
       r.err = err
       r.updated = now
       if kind == 'f' then
-        log(id, c.att, c.worker, started, ended, 'failure', err)
-        die(bk, id, r, n, now)
+        log(id, att, worker, started, ended, 'failure', err)
+        die(bk, id, r, rn, now)
         any_dead = true
       else
-        log(id, c.att, c.worker, started, ended, 'retry', err)
-        if c.att >= r.max then
-          die(bk, id, r, n, now)
+        log(id, att, worker, started, ended, 'retry', err)
+        if att >= r.max then
+          die(bk, id, r, rn, now)
           any_dead = true
         else
           local delay = after
-          if delay < 0 then delay = backoff(r, c.att) end
+          if delay < 0 then delay = backoff(r, att) end
           r.due = now + delay
-          write_rec(bk, id, r, n)
+          write_rec(bk, id, r, rn)
           place(id, r.due, now)
           woke[r.due] = true
         end
@@ -795,7 +881,7 @@ for _, v in ipairs(valid) do
   end
 end
 flush_log()
-if #done_ids > 0 then
+if nd > 0 then
   redis.call('ZADD', KDONE, unpack(done_ids))
   trim(KDONE, DONE_MAX, DONE_AGE, now)
 end
@@ -811,8 +897,8 @@ local res, woke = {}, {}
 for i = 11, #ARGV, 2 do
   local id, tok = ARGV[i], ARGV[i + 1]
   local cv = redis.call('HGET', KK, id)
-  local c = cv and kk_decode(cv)
-  if c and c.token == tok and c.st == PREFETCHED then
+  local c = cv and kk_token(cv) == tok and kk_decode(cv)
+  if c and c.st == PREFETCHED then
     redis.call('HDEL', KK, id)
     redis.call('ZREM', KL, id)
     place(id, c.due, now)

@@ -10,12 +10,13 @@
 //
 //   {Q:s}:d      ZSET  id -> due ms           delayed (and waiting for a retry)
 //   {Q:s}:l      ZSET  id -> lease expiry ms  claimed (prefetched or running)
-//   {Q:s}:k      HASH  id -> token, due, state, attempt, worker   (claimed tasks only)
+//   {Q:s}:k      HASH  id -> token, due, state, attempt, worker, the record's chunk count
+//                      and bucket (claimed tasks only)
 //   {Q:s}:t:<b>  HASH  id -> record, in chunks of at most 64 bytes, b = hash(X) / S mod B
 //                      (small hashes of B buckets stay in Redis's compact listpack encoding)
 //   {Q:s}:done   ZSET  id -> time             finished and cancelled, trimmed by age and count
 //   {Q:s}:dead   ZSET  id -> time             dead letters, trimmed by age and count
-//   {Q:s}:log    STREAM                       one entry per attempt, MAXLEN ~
+//   {Q:s}:h      HASH  id -> its attempts     the execution log, forgotten with the task
 //   {Q}:config   HASH  shards, buckets        fixed at first use
 //
 // hash() is djb2 over the id's bytes modulo 2^32 (h = 5381; h = h * 33 + byte), the same in
