@@ -37,15 +37,7 @@ std::set<std::string> keys(const json::object& o) {
 
 // "2026-11-26T00:37:24.363Z" as milliseconds since the epoch.
 std::int64_t epoch_ms(const json::value& v) {
-    const std::string s(v.as_string());
-    std::tm tm{};
-    int ms = 0;
-    BOOST_TEST_REQUIRE(std::sscanf(s.c_str(), "%d-%d-%dT%d:%d:%d.%dZ", &tm.tm_year, &tm.tm_mon,
-                                   &tm.tm_mday, &tm.tm_hour, &tm.tm_min, &tm.tm_sec, &ms) == 7,
-                       s);
-    tm.tm_year -= 1900;
-    tm.tm_mon -= 1;
-    return static_cast<std::int64_t>(::timegm(&tm)) * 1000 + ms;
+    return ts::epoch_ms(v.as_string());
 }
 
 constexpr const char* submit_body = R"({"id": "answer-1", "delay_ms": 600000,
@@ -110,28 +102,7 @@ BOOST_AUTO_TEST_CASE(a_cancelled_task_whose_callback_redis_dropped_shows_null_no
 
 BOOST_AUTO_TEST_CASE(metrics_show_how_long_the_oldest_due_task_has_waited_with_redis) {
     ts::api_service svc; // no worker: a due task waits
-    auto age = [&] {
-        const auto m = svc.get("/metrics");
-        BOOST_TEST_REQUIRE(m.status == 200u, m);
-        const auto v = ts::metric_value(m.body, "timewheeld_oldest_due_age_seconds");
-        BOOST_TEST_REQUIRE(!v.empty(), m.body);
-        return std::strtod(v.c_str(), nullptr);
-    };
-    BOOST_TEST(age() == 0.0);
-    // Due in an hour (in a far slot of its shard): nothing waits yet.
-    BOOST_TEST_REQUIRE(
-        svc.post("/v1/tasks", ts::task_due_at("far", std::chrono::system_clock::now() + 1h))
-            .status == 201u);
-    BOOST_TEST(age() == 0.0);
-    // Due 5 s ago: it has waited at least that long (never less), and not for an hour.
-    BOOST_TEST_REQUIRE(
-        svc.post("/v1/tasks", ts::task_due_at("late", std::chrono::system_clock::now() - 5s))
-            .status == 201u);
-    const auto waited = age();
-    BOOST_TEST(waited >= 5.0);
-    BOOST_TEST(waited < 3600.0);
-    BOOST_TEST(svc.request(ts::api_http::verb::delete_, "/v1/tasks/late").status == 200u);
-    BOOST_TEST(age() == 0.0);
+    ts::check_oldest_due_age(svc);
     // The scrape's store read is timed like the API's other operations.
     const auto m = svc.get("/metrics");
     BOOST_TEST(m.body.find("timewheeld_store_round_trip_seconds_count{op=\"earliest_due\"}") !=

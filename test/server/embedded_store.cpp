@@ -173,27 +173,5 @@ BOOST_AUTO_TEST_CASE(metrics_show_how_long_the_oldest_due_task_has_waited) {
     ts::api_service::options o;
     o.args = {"--store", dir.store()}; // no worker: a due task waits
     ts::api_service svc(o);
-    auto age = [&] {
-        const auto m = svc.get("/metrics");
-        BOOST_TEST_REQUIRE(m.status == 200u, m);
-        const auto v = ts::metric_value(m.body, "timewheeld_oldest_due_age_seconds");
-        BOOST_TEST_REQUIRE(!v.empty(), m.body);
-        return std::strtod(v.c_str(), nullptr);
-    };
-    BOOST_TEST(age() == 0.0);
-    // Due in an hour: nothing waits yet.
-    BOOST_TEST_REQUIRE(
-        svc.post("/v1/tasks", ts::task_due_at("far", std::chrono::system_clock::now() + 1h))
-            .status == 201u);
-    BOOST_TEST(age() == 0.0);
-    // Due 5 s ago: it has waited at least that long (never less), and not for days.
-    BOOST_TEST_REQUIRE(
-        svc.post("/v1/tasks", ts::task_due_at("late", std::chrono::system_clock::now() - 5s))
-            .status == 201u);
-    const auto waited = age();
-    BOOST_TEST(waited >= 5.0);
-    BOOST_TEST(waited < 3600.0);
-    // Cancelled, it waits no more.
-    BOOST_TEST(svc.request(ts::api_http::verb::delete_, "/v1/tasks/late").status == 200u);
-    BOOST_TEST(age() == 0.0);
+    ts::check_oldest_due_age(svc);
 }

@@ -27,12 +27,16 @@
 #include <sys/time.h>
 
 #include <chrono>
+#include <cstdint>
+#include <cstdio>
+#include <cstdlib>
 #include <ctime>
 #include <filesystem>
 #include <fstream>
 #include <optional>
 #include <stdexcept>
 #include <string>
+#include <string_view>
 #include <thread>
 #include <utility>
 #include <vector>
@@ -278,6 +282,48 @@ inline std::string metric_value(const std::string& text, const std::string& name
     }
     const auto begin = at + name.size() + 2;
     return text.substr(begin, text.find('\n', begin) - begin);
+}
+
+/// "2026-11-26T00:37:24.363Z" as milliseconds since the epoch (the API writes UTC).
+inline std::int64_t epoch_ms(std::string_view rfc3339) {
+    std::tm tm{};
+    int ms = 0;
+    const std::string s(rfc3339);
+    BOOST_TEST_REQUIRE(std::sscanf(s.c_str(), "%d-%d-%dT%d:%d:%d.%dZ", &tm.tm_year, &tm.tm_mon,
+                                   &tm.tm_mday, &tm.tm_hour, &tm.tm_min, &tm.tm_sec, &ms) == 7,
+                       s);
+    tm.tm_year -= 1900;
+    tm.tm_mon -= 1;
+    return static_cast<std::int64_t>(::timegm(&tm)) * 1000 + ms;
+}
+
+/// Checks timewheeld_oldest_due_age_seconds on `svc`, whose timewheeld runs no worker (a
+/// due task waits) and whose store holds no other task: 0 with nothing due, still 0 with a
+/// task due in an hour, at least 5 s (and less than an hour) with a task due 5 s ago, 0 once
+/// that one is cancelled.
+template <typename Service>
+void check_oldest_due_age(Service& svc) {
+    using namespace std::chrono_literals;
+    auto age = [&] {
+        const auto m = svc.get("/metrics");
+        BOOST_TEST_REQUIRE(m.status == 200u, m);
+        const auto v = metric_value(m.body, "timewheeld_oldest_due_age_seconds");
+        BOOST_TEST_REQUIRE(!v.empty(), m.body);
+        return std::strtod(v.c_str(), nullptr);
+    };
+    BOOST_TEST(age() == 0.0);
+    BOOST_TEST_REQUIRE(
+        svc.post("/v1/tasks", task_due_at("far", std::chrono::system_clock::now() + 1h)).status ==
+        201u);
+    BOOST_TEST(age() == 0.0);
+    BOOST_TEST_REQUIRE(
+        svc.post("/v1/tasks", task_due_at("late", std::chrono::system_clock::now() - 5s)).status ==
+        201u);
+    const auto waited = age();
+    BOOST_TEST(waited >= 5.0);
+    BOOST_TEST(waited < 3600.0);
+    BOOST_TEST(svc.request(api_http::verb::delete_, "/v1/tasks/late").status == 200u);
+    BOOST_TEST(age() == 0.0);
 }
 
 /// Polls `done` until it holds or `limit` has passed (a generous bound, not a timed

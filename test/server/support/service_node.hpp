@@ -291,19 +291,6 @@ inline delivery_count count_deliveries(const std::set<std::string>& accepted,
     return c;
 }
 
-/// "2026-11-26T00:37:24.363Z" as milliseconds since the epoch (the API writes UTC).
-inline std::int64_t epoch_ms(std::string_view rfc3339) {
-    std::tm tm{};
-    int ms = 0;
-    const std::string s(rfc3339);
-    BOOST_TEST_REQUIRE(std::sscanf(s.c_str(), "%d-%d-%dT%d:%d:%d.%dZ", &tm.tm_year, &tm.tm_mon,
-                                   &tm.tm_mday, &tm.tm_hour, &tm.tm_min, &tm.tm_sec, &ms) == 7,
-                       s);
-    tm.tm_year -= 1900;
-    tm.tm_mon -= 1;
-    return static_cast<std::int64_t>(::timegm(&tm)) * 1000 + ms;
-}
-
 } // namespace timewheel::test_support
 
 #endif // TIMEWHEEL_TEST_SERVER_SUPPORT_SERVICE_NODE_HPP
