@@ -248,6 +248,13 @@ end
 -- slot); nothing when all its tasks are due at the same ms.
 local function split(name)
   local key = P .. 'w:' .. name
+  -- A slot whose tasks are all due at one ms cannot split, and stays full: say so from its
+  -- two ends, without reading it whole at every submit (which made a burst of tasks due at
+  -- one ms cost O(n) each).
+  if redis.call('ZRANGE', key, 0, 0, 'WITHSCORES')[2] ==
+     redis.call('ZRANGE', key, -1, -1, 'WITHSCORES')[2] then
+    return
+  end
   local m = redis.call('ZRANGE', key, 0, -1, 'WITHSCORES')
   local first = tonumber(m[2])
   local mid = tonumber(m[2 * math.floor(#m / 4) + 2])
