@@ -12,6 +12,7 @@
 #include <boost/test/unit_test.hpp>
 
 #include "support/api_service.hpp"
+#include "support/service_node.hpp"
 #include "support/sink.hpp"
 
 #include <chrono>
@@ -39,21 +40,6 @@ ts::api_service::options with_worker(std::vector<std::string> extra = {}) {
     return o;
 }
 
-// A temporary directory, removed at the end.
-struct temp_dir {
-    std::filesystem::path path;
-    temp_dir() {
-        char tmpl[] = "/tmp/timewheeld-embedded-XXXXXX";
-        BOOST_TEST_REQUIRE(::mkdtemp(tmpl) != nullptr);
-        path = tmpl;
-    }
-    ~temp_dir() {
-        std::error_code ec;
-        std::filesystem::remove_all(path, ec);
-    }
-    std::string store() const { return "sqlite:" + (path / "tasks.db").string(); }
-};
-
 std::string task_body(const std::string& id, const cs::sink& sink, int delay_ms = 0) {
     return R"({"id": )" + ts::json_quote(id) + R"(, "delay_ms": )" + std::to_string(delay_ms) +
            R"(, "callback": {"url": )" + ts::json_quote(sink.url("/hook")) +
@@ -73,7 +59,7 @@ std::string state_of(ts::api_service& svc, const std::string& id) {
 } // namespace
 
 BOOST_AUTO_TEST_CASE(two_threads_share_one_sqlite_file_and_run_every_callback) {
-    temp_dir dir;
+    const ts::temp_dir dir("timewheeld-embedded");
     cs::sink sink;
     // Each thread runs one callback at a time and the sink takes a while to answer: the
     // due tasks cannot all go through one thread's worker at once.
@@ -83,8 +69,8 @@ BOOST_AUTO_TEST_CASE(two_threads_share_one_sqlite_file_and_run_every_callback) {
         r.delay = 20ms;
         return r;
     });
-    ts::api_service svc(
-        with_worker({"--store", dir.store(), "--threads", "2", "--worker-concurrency", "1"}));
+    ts::api_service svc(with_worker(
+        {"--store", dir.sqlite_store(), "--threads", "2", "--worker-concurrency", "1"}));
     // One connection per request, dealt to the threads in turn: both threads submit.
     constexpr int n = 40;
     std::set<std::string> ids;
@@ -122,7 +108,7 @@ BOOST_AUTO_TEST_CASE(two_threads_share_one_sqlite_file_and_run_every_callback) {
     }
     // Both threads' workers ran callbacks (each names its thread: timewheeld-<pid>-<index>).
     BOOST_TEST(by_worker.size() == 2u);
-    BOOST_TEST(std::filesystem::exists(dir.path / "tasks.db"));
+    BOOST_TEST(std::filesystem::exists(dir.path() / "tasks.db"));
 }
 
 BOOST_AUTO_TEST_CASE(without_store_the_tasks_go_to_timewheeld_db_in_the_working_directory) {
@@ -145,14 +131,14 @@ BOOST_AUTO_TEST_CASE(without_store_the_tasks_go_to_timewheeld_db_in_the_working_
 }
 
 BOOST_AUTO_TEST_CASE(finished_and_cancelled_tasks_still_show_their_callback) {
-    temp_dir dir;
+    const ts::temp_dir dir("timewheeld-embedded");
     cs::sink sink;
     sink.respond([](const cs::recorded_request&) {
         cs::reply r;
         r.status = 200;
         return r;
     });
-    ts::api_service svc(with_worker({"--store", dir.store()}));
+    ts::api_service svc(with_worker({"--store", dir.sqlite_store()}));
     BOOST_TEST_REQUIRE(svc.post("/v1/tasks", task_body("done-1", sink)).status == 201u);
     BOOST_TEST_REQUIRE(svc.post("/v1/tasks", task_body("later-1", sink, 3600000)).status == 201u);
     BOOST_TEST(svc.request(ts::api_http::verb::delete_, "/v1/tasks/later-1").status == 200u);
@@ -169,9 +155,9 @@ BOOST_AUTO_TEST_CASE(finished_and_cancelled_tasks_still_show_their_callback) {
 }
 
 BOOST_AUTO_TEST_CASE(metrics_show_how_long_the_oldest_due_task_has_waited) {
-    temp_dir dir;
+    const ts::temp_dir dir("timewheeld-embedded");
     ts::api_service::options o;
-    o.args = {"--store", dir.store()}; // no worker: a due task waits
+    o.args = {"--store", dir.sqlite_store()}; // no worker: a due task waits
     ts::api_service svc(o);
     ts::check_oldest_due_age(svc);
 }
