@@ -80,6 +80,8 @@ else
   pass_runs=("$runs" 1 1)
 fi
 
+# A file rewritten with the same bytes (a previous report) is not a local change.
+git update-index -q --refresh >/dev/null 2>&1 || true
 {
   echo "date:       $(date -u '+%Y-%m-%d %H:%M UTC')"
   echo "commit:     $(git rev-parse --short HEAD 2>/dev/null || echo unknown)$(git diff --quiet HEAD 2>/dev/null || echo ' (with local changes)')"
