@@ -5,7 +5,9 @@ set -euo pipefail
 
 packages=(g++ clang clang-format cmake make libboost1.81-dev libboost-test1.81-dev libbenchmark-dev
           libhiredis-dev libsqlite3-dev libboost-json1.81-dev libssl-dev redis-server redis-tools
-          faketime "$@")
+          faketime
+          ninja-build lld # the build and the linker of scripts/test.sh
+          "$@")
 
 # One dpkg-query for all of them: a package is missing unless listed as installed.
 installed="$(dpkg-query -W -f='${Package} ${Status}\n' "${packages[@]}" 2>/dev/null |
