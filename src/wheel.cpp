@@ -27,8 +27,8 @@ wheel::wheel(tick_type start, wheel_options options)
         head.next_ = head.prev_ = &head;
     }
     for (unsigned level = 1; level < levels_; ++level) {
-        for (auto& slot : upper_[level - 1]) {
-            for (link& head : slot) {
+        for (unsigned index = 0; index < slots; ++index) {
+            for (link& head : upper_[(level - 1) * slots + index]) {
                 head.next_ = head.prev_ = &head;
             }
         }
@@ -48,7 +48,7 @@ bool wheel::slot_empty(unsigned level, unsigned index) const noexcept {
     if (level == 0) {
         return level0_[index].next_ == &level0_[index];
     }
-    for (const link& head : upper_[level - 1][index]) {
+    for (const link& head : upper_[(level - 1) * slots + index]) {
         if (head.next_ != &head) {
             return false;
         }
@@ -63,7 +63,7 @@ std::optional<wheel::slot_ref> wheel::next_slot() const noexcept {
     // earliest; the top level's slots may hold any rotation, so the earliest start wins.
     const unsigned top = levels_ - 1;
     for (unsigned level = 0; level < top; ++level) {
-        std::array<std::uint64_t, words>& bits = occupied_[level];
+        std::uint64_t* const bits = &occupied_[level * words];
         const unsigned first = static_cast<unsigned>(now_ >> (slot_bits * level)) % slots;
         for (;;) {
             // The first set bit at or after `first` (none can be before it).
@@ -86,7 +86,7 @@ std::optional<wheel::slot_ref> wheel::next_slot() const noexcept {
             return slot_ref{level, index, slot_start(level, index)};
         }
     }
-    std::array<std::uint64_t, words>& bits = occupied_[top];
+    std::uint64_t* const bits = &occupied_[top * words];
     std::optional<slot_ref> best;
     for (unsigned word = 0; word < words; ++word) {
         for (std::uint64_t w = bits[word]; w != 0; w &= w - 1) {

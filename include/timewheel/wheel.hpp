@@ -316,7 +316,8 @@ private:
 
     static wheel_entry& entry_of(link* node) noexcept;
     static void link_back(link& head, link& node) noexcept;
-    link& list_of(unsigned level, unsigned index, tick_type fire, tick_type deadline) noexcept;
+    link& list_of(unsigned slot, unsigned shift, tick_type fire, tick_type start,
+                  tick_type deadline) noexcept;
     bool slot_empty(unsigned level, unsigned index) const noexcept;
     void file(wheel_entry& entry, std::uint64_t meta) noexcept;
     void cascade(unsigned level, unsigned index) noexcept;
@@ -335,13 +336,15 @@ private:
     link run_queue_; // due entries, in firing order
     // Bits may be stale (set over an empty slot) after an armed entry was cancelled or
     // destroyed; next_slot() clears them when it meets them.
-    mutable std::array<std::array<std::uint64_t, words>, used_levels> occupied_{};
+    // Indexed by slot number (level * slots + index) / 64.
+    mutable std::array<std::uint64_t, used_levels * words> occupied_{};
     // Per top-level slot, the earliest start (fire tick with the lower digits cleared) of
     // the entries filed there, whatever their rotation: the slot comes due then, so that
     // a deadline many ranges away costs one visit, not one per rotation.
     mutable std::array<tick_type, slots> top_start_;
     std::array<link, slots> level0_;
-    std::array<std::array<std::array<link, lists>, slots>, used_levels - 1> upper_;
+    // The lists of the slots above level 0, indexed by slot number - slots.
+    std::array<std::array<link, lists>, (used_levels - 1) * slots> upper_;
 };
 
 } // namespace timewheel

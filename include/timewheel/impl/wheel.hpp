@@ -65,20 +65,21 @@ inline wheel_entry& wheel::entry_of(link* node) noexcept {
 
 inline void wheel::link_back(link& head, link& node) noexcept {
     link* const tail = head.prev_;
+    // The store to the tail between the two to the node: the compiler cannot know that the
+    // tail is not the node, so it keeps two plain stores instead of building a vector.
     node.next_ = &head;
-    node.prev_ = tail;
     tail->next_ = &node;
+    node.prev_ = tail;
     head.prev_ = &node;
 }
 
-inline wheel::link& wheel::list_of(unsigned level, unsigned index, tick_type fire,
+inline wheel::link& wheel::list_of(unsigned slot, unsigned shift, tick_type fire, tick_type start,
                                    tick_type deadline) noexcept {
-    if (level == 0) {
-        return level0_[index];
+    if (slot < slots) {
+        return level0_[slot];
     }
-    const unsigned below = slot_bits * (level - 1);
     unsigned list;
-    if ((fire & (detail::granularity(level) - 1)) == 0) {
+    if (start == fire) {
         // Fires in place when the slot comes due (the start of a slot at this level: a slack
         // entry rounded up, or an exact one on a round tick). Its index at the level below
         // is 0, as for every such entry of the slot: by that index they would all share one
@@ -88,44 +89,49 @@ inline wheel::link& wheel::list_of(unsigned level, unsigned index, tick_type fir
         list = static_cast<unsigned>((deadline * 0x9e3779b97f4a7c15u) >> (64 - list_bits));
     } else {
         // Every entry bound for one slot of the level below shares a list.
-        list = static_cast<unsigned>(fire >> below) % lists;
+        list = static_cast<unsigned>(fire >> (shift - slot_bits)) % lists;
     }
-    return upper_[level - 1][index][list];
+    return upper_[slot - slots][list];
 }
 
 // Files the entry by its deadline and `meta` (its slack and slack level; no slot), storing
-// meta with the slot.
+// meta with the slot. Every instruction here counts: at 1M entries an arm waits for its
+// cold entry, and how many arms' misses overlap is bounded by how many arms fit in the
+// processor's reorder window.
 inline void wheel::file(wheel_entry& entry, std::uint64_t meta) noexcept {
-    if (entry.deadline_ <= now_) { // due now, even if its slack would round it up
+    const tick_type deadline = entry.deadline_;
+    if (deadline <= now_) { // due now, even if its slack would round it up
         link_back(run_queue_, entry.link_);
         entry.meta_ = meta | std::uint64_t{run_queue_slot} << wheel_entry::slot_shift;
         return;
     }
     const unsigned slack_level = static_cast<std::uint8_t>(meta >> wheel_entry::slack_level_shift);
     const tick_type mask = detail::granularity(slack_level) - 1;
-    const tick_type up = entry.deadline_ + mask;
+    const tick_type up = deadline + mask;
     // Past the largest tick there is nothing to round up to: fire exactly.
-    const tick_type fire = up < entry.deadline_ ? entry.deadline_ : up & ~mask;
-    // The level is the highest byte in which the fire tick differs from now.
+    const tick_type fire = up < deadline ? deadline : up & ~mask;
+    // The level is the highest byte in which the fire tick differs from now (63 ^ clz is
+    // the index of the highest set bit, one instruction).
     const unsigned significant =
-        63 - static_cast<unsigned>(std::countl_zero((now_ ^ fire) | (slots - 1)));
-    const unsigned level = std::min(significant / slot_bits, levels_ - 1);
+        static_cast<unsigned>(std::countl_zero((now_ ^ fire) | (slots - 1))) ^ 63u;
+    const unsigned top = levels_ - 1;
+    const unsigned level = std::min(significant / slot_bits, top);
     const unsigned shift = slot_bits * level;
+    // The slot of the fire tick comes due at the fire tick with the level's digits cleared.
+    const tick_type start = (fire >> shift) << shift;
     const unsigned index = static_cast<unsigned>(fire >> shift) % slots;
-    link_back(list_of(level, index, fire, entry.deadline_), entry.link_);
+    const unsigned slot = level * slots + index;
+    link_back(list_of(slot, shift, fire, start, deadline), entry.link_);
     // The stores below are conditional: an arm into a busy wheel finds the bit set and the
-    // horizon lower, and each store it skips frees a store-buffer entry, which is what
-    // bounds how many arms' cache misses overlap.
-    std::uint64_t& word = occupied_[level][index / 64];
-    const std::uint64_t bit = std::uint64_t{1} << (index % 64);
+    // horizon lower, and each store it skips frees a store-buffer entry.
+    std::uint64_t& word = occupied_[slot / 64];
+    const std::uint64_t bit = std::uint64_t{1} << (slot % 64);
     if ((word & bit) == 0) {
         word |= bit;
     }
-    entry.meta_ = meta | std::uint64_t{level * slots + index} << wheel_entry::slot_shift;
-    // The slot of the fire tick comes due at the fire tick with the level's digits cleared.
+    entry.meta_ = meta | std::uint64_t{slot} << wheel_entry::slot_shift;
     // A top-level slot holds entries of any rotation: it comes due at the earliest.
-    const tick_type start = (fire >> shift) << shift;
-    if (level == levels_ - 1 && start < top_start_[index]) {
+    if (level == top && start < top_start_[index]) {
         top_start_[index] = start;
     }
     if (start < horizon_) {
@@ -230,7 +236,8 @@ std::size_t wheel::advance(tick_type now, std::size_t budget, Handler&& handler)
             break;
         }
         now_ = next->start;
-        occupied_[next->level][next->index / 64] &= ~(std::uint64_t{1} << (next->index % 64));
+        const unsigned slot = next->level * slots + next->index;
+        occupied_[slot / 64] &= ~(std::uint64_t{1} << (slot % 64));
         if (next->level == levels_ - 1) {
             top_start_[next->index] = no_tick; // what stays for a later rotation sets it again
         }
@@ -258,7 +265,7 @@ inline void wheel::cascade(unsigned level, unsigned index) noexcept {
     // together: at 1M entries each step of a chain is a cache (and TLB) miss, and one chain
     // walked alone costs a whole memory latency per entry. A chain that ends is replaced by
     // the last one still walking. Each list still ends at its (now empty) head.
-    std::array<link, lists>& heads = upper_[level - 1][index];
+    std::array<link, lists>& heads = upper_[(level - 1) * slots + index];
     std::array<link*, lists> at;
     std::array<link*, lists> end;
     unsigned walking = 0;
@@ -309,12 +316,12 @@ std::size_t wheel::drain(Handler&& handler) {
             if (level == 0) {
                 take(level0_[index]);
             } else {
-                for (link& head : upper_[level - 1][index]) {
+                for (link& head : upper_[(level - 1) * slots + index]) {
                     take(head);
                 }
             }
         }
-        occupied_[level] = {};
+        std::fill_n(&occupied_[level * words], words, 0);
     }
     top_start_.fill(no_tick);
     horizon_ = no_tick;
