@@ -191,15 +191,18 @@ public:
         boost::asio::dispatch(ex_, boost::asio::append(std::move(h), std::forward<Args>(args)...));
     }
 
-    // A claim call's token prefix: 64 random bits in hex, new for every call, so that no two
-    // leases (of any worker) share a token; the script appends the task's rank in the call.
+    // A claim call's token prefix: 64 random bits, six to a character, new for every call, so
+    // that no two leases (of any worker) share a token; the script appends the task's rank in
+    // the call (two characters). 13 characters in all: a token fits a std::string's own
+    // buffer, so holding, starting and acknowledging a lease allocates nothing for it.
     std::string token_base() {
-        static constexpr char hex[] = "0123456789abcdef";
-        std::string t(16, '0');
+        static constexpr char digits[] =
+            "0123456789abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ-_";
+        std::string t(11, '0');
         std::uint64_t v = rng_();
         for (auto& c : t) {
-            c = hex[v & 15];
-            v >>= 4;
+            c = digits[v & 63];
+            v >>= 6;
         }
         return t;
     }

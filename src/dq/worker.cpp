@@ -8,7 +8,9 @@
 //
 // A task's record goes free -> prefetched (armed in the wheel) -> ready (fired, waiting for
 // a handler slot) -> starting (in a start call) -> running (handler called) -> free (its
-// ack queued). Records are pooled: after warm-up, holding a task allocates nothing here.
+// ack queued). A task the store started (a claim's already-due task, or a start call's) when
+// every handler slot was taken meanwhile waits as `started` for a slot. Records are pooled:
+// after warm-up, holding a task allocates nothing here.
 //
 
 #include <timewheel/dq/worker.hpp>
@@ -35,7 +37,7 @@ using steady = std::chrono::steady_clock;
 using boost::system::error_code;
 
 struct worker_record : timewheel::detail::service_entry {
-    enum class state : std::uint8_t { free, prefetched, ready, starting, running };
+    enum class state : std::uint8_t { free, prefetched, ready, starting, started, running };
 
     explicit worker_record(worker_impl* owner) noexcept
         : service_entry(&worker_record::on_event)
@@ -50,7 +52,7 @@ struct worker_record : timewheel::detail::service_entry {
     std::uint32_t early_ = 0;       // too_early answers for this lease
     time_point lease_expiry_{};     // on the store's clock
     time_point started_{};          // on the store's clock (estimated)
-    worker_record* next_ = nullptr; // free list, or the ready FIFO
+    worker_record* next_ = nullptr; // free list, or the ready or the started FIFO
 };
 
 // A reference to a record that may have been freed (and reused) since.
@@ -103,11 +105,14 @@ private:
     worker_record* allocate();
     void release_record(worker_record& r) noexcept;
     void push_ready(worker_record& r) noexcept;
+    void push_started(worker_record& r) noexcept;
+    void run_or_wait(worker_record& r);
     std::size_t unstarted() const noexcept { return held_; }
 
     void claim();
     void on_claim_timer();
-    void on_claimed(error_code ec, claim_result r, steady::time_point sent, std::size_t asked);
+    void on_claimed(error_code ec, claim_result r, steady::time_point sent, std::size_t asked,
+                    std::size_t start_asked);
     void arm_claim(steady::time_point at);
     void wait_wakeup();
     void on_wakeup_timer() { wait_wakeup(); }
@@ -148,9 +153,22 @@ private:
     std::size_t ready_ = 0;    // in the ready FIFO
     std::size_t starting_ = 0; // in start calls in flight
     std::size_t running_ = 0;
+    // Started in the store, waiting for a handler slot (claims and start calls in flight
+    // together may start more than the slots free when they were sent).
+    worker_record* started_head_ = nullptr;
+    worker_record* started_tail_ = nullptr;
+    std::size_t started_waiting_ = 0;
 
     bool started_ = false;
-    bool claiming_ = false;
+    // Claims in flight, and what they may bring: prefetched tasks (counted against
+    // `prefetch`) and tasks started by the store (counted against `concurrency`). While
+    // claims come back full (a backlog), a second one is sent before the last one's tasks
+    // are handled, so that the store always has a claim to run.
+    static constexpr std::size_t max_claims_in_flight = 2;
+    std::size_t claims_in_flight_ = 0;
+    std::size_t claim_reserved_ = 0;
+    std::size_t start_reserved_ = 0;
+    bool backlog_ = false;
     bool claim_again_ = false;
     bool claim_blocked_ = false;
     bool waiting_wakeup_ = false;
@@ -211,7 +229,8 @@ worker_impl::worker_impl(store& s, worker_options options, std::function<void(jo
         throw std::invalid_argument("dq::worker: claim.batch must be at least 1");
     }
     if (options_.prefetch == 0) {
-        options_.prefetch = options_.claim.batch;
+        // Room for two claims: one in flight while the last one's tasks wait.
+        options_.prefetch = 2 * options_.claim.batch;
     }
     if (options_.ack_batch == 0) {
         throw std::invalid_argument("dq::worker: ack_batch must be at least 1");
@@ -337,6 +356,28 @@ void worker_impl::push_ready(worker_record& r) noexcept {
     ++ready_;
 }
 
+void worker_impl::push_started(worker_record& r) noexcept {
+    r.state_ = worker_record::state::started;
+    r.next_ = nullptr;
+    if (started_tail_) {
+        started_tail_->next_ = &r;
+    } else {
+        started_head_ = &r;
+    }
+    started_tail_ = &r;
+    ++started_waiting_;
+}
+
+// A task the store has started: its handler runs now if a slot is free, else it waits.
+void worker_impl::run_or_wait(worker_record& r) {
+    if (running_ < options_.concurrency) {
+        began_running(r);
+        run_handler(r);
+    } else {
+        push_started(r);
+    }
+}
+
 // --- Claiming ------------------------------------------------------------------------
 
 void worker_impl::start() {
@@ -365,13 +406,16 @@ void worker_impl::claim() {
     if (closed_ || stopping_) {
         return;
     }
-    if (claiming_) {
+    if (claims_in_flight_ > 0 && (!backlog_ || claims_in_flight_ >= max_claims_in_flight)) {
         claim_again_ = true;
         return;
     }
-    const std::size_t room = options_.prefetch > held_ ? options_.prefetch - held_ : 0;
+    const std::size_t taken = held_ + claim_reserved_;
+    const std::size_t room = options_.prefetch > taken ? options_.prefetch - taken : 0;
     if (room == 0) {
-        claim_blocked_ = true;
+        // A claim in flight claims again when it comes back; otherwise a start does.
+        claim_blocked_ = claims_in_flight_ == 0;
+        claim_again_ = claims_in_flight_ > 0;
         return;
     }
     claim_blocked_ = false;
@@ -379,26 +423,33 @@ void worker_impl::claim() {
     claim_timer_.cancel();
     claim_options opt = options_.claim;
     opt.batch = std::min(opt.batch, room);
-    // Free handler slots (after the tasks already waiting for one): the store may start that
-    // many already-due tasks itself, saving their start call.
-    const std::size_t busy = running_ + starting_ + ready_;
-    opt.start_due = options_.concurrency > busy ? options_.concurrency - busy : 0;
-    claiming_ = true;
+    // Free handler slots (after the tasks already waiting for one, and those the claims in
+    // flight may start): the store may start that many already-due tasks itself, saving
+    // their start call.
+    const std::size_t busy = running_ + starting_ + ready_ + started_waiting_ + start_reserved_;
+    opt.start_due =
+        std::min(opt.batch, options_.concurrency > busy ? options_.concurrency - busy : 0);
+    ++claims_in_flight_;
+    claim_reserved_ += opt.batch;
+    start_reserved_ += opt.start_due;
     const auto sent = steady::now();
-    store_.claim(
-        opt, [self = shared_from_this(), sent, asked = opt.batch](error_code ec, claim_result r) {
-            self->on_claimed(ec, std::move(r), sent, asked);
-        });
+    store_.claim(opt, [self = shared_from_this(), sent, asked = opt.batch,
+                       start_asked = opt.start_due](error_code ec, claim_result r) {
+        self->on_claimed(ec, std::move(r), sent, asked, start_asked);
+    });
 }
 
 void worker_impl::on_claimed(error_code ec, claim_result r, steady::time_point sent,
-                             std::size_t asked) {
-    claiming_ = false;
+                             std::size_t asked, std::size_t start_asked) {
+    --claims_in_flight_;
+    claim_reserved_ -= asked;
+    start_reserved_ -= start_asked;
     if (closed_) {
         return;
     }
     const auto received = steady::now();
     if (ec) {
+        backlog_ = false;
         failed("claim", ec);
         if (stopping_) {
             maybe_finish_stop();
@@ -413,20 +464,29 @@ void worker_impl::on_claimed(error_code ec, claim_result r, steady::time_point s
     // Tasks the claim started (due by the store's clock) run now, even when stopping: they
     // cannot be given back, and stopping waits for running handlers.
     std::vector<record_ref> run_now;
+    std::size_t started_here = 0;
     for (auto& t : r.tasks) {
         if (!t.running) {
             continue;
         }
+        ++started_here;
         auto* rec = allocate();
         rec->task_ = std::move(t);
         rec->lease_expiry_ = std::max(rec->task_.due, r.server_time) + options_.claim.lease;
         ++stats_.claimed;
         ++stats_.started_by_claim;
-        began_running(*rec);
-        run_now.push_back({rec, rec->generation_});
+        if (running_ < options_.concurrency) {
+            began_running(*rec);
+            run_now.push_back({rec, rec->generation_});
+        } else {
+            push_started(*rec);
+        }
     }
-    if (!run_now.empty()) {
+    if (started_here > 0) {
         std::erase_if(r.tasks, [](const claimed_task& t) { return t.running; });
+    }
+    if (started_head_) {
+        schedule_starts(); // the ones that found no free handler slot
     }
     // Runs them after this reply's bookkeeping (a handler may report, and claim, at once).
     struct run_at_exit {
@@ -475,15 +535,22 @@ void worker_impl::on_claimed(error_code ec, claim_result r, steady::time_point s
     }
     stats_.held = held_;
     const auto horizon = std::chrono::duration_cast<steady::duration>(options_.claim.horizon);
-    if (r.tasks.size() + run_now.size() >= asked || claim_again_) {
-        // A full batch: more may be due already.
-        arm_claim(received);
+    backlog_ = r.tasks.size() + started_here >= asked;
+    if (backlog_ || claim_again_) {
+        // A full batch: more may be due already. Claim now, before this batch's handlers
+        // run, so that the store works on the next claims meanwhile (up to two in flight).
+        claim_again_ = false;
+        claim();
+        if (backlog_) {
+            claim();
+        }
+    } else if (claims_in_flight_ > 0) {
+        // A later claim is in flight: its reply decides when to claim next.
     } else if (r.next_due) {
         arm_claim(std::max(received, to_local(*r.next_due) - horizon));
     } else {
         arm_claim(received + options_.poll);
     }
-    claim_again_ = false;
 }
 
 void worker_impl::wait_wakeup() {
@@ -512,7 +579,7 @@ void worker_impl::wait_wakeup() {
         ++w.stats_.wakeups;
         const auto at = w.to_local(due) -
                         std::chrono::duration_cast<steady::duration>(w.options_.claim.horizon);
-        if (w.claiming_) {
+        if (w.claims_in_flight_ > 0) {
             w.claim_again_ = true;
         } else {
             w.arm_claim(std::max(at, steady::now()));
@@ -541,10 +608,22 @@ void worker_impl::schedule_starts() {
 }
 
 void worker_impl::flush_starts() {
+    // Tasks the store has started already come first: their leases are running.
+    while (!closed_ && started_head_ && running_ < options_.concurrency) {
+        auto* r = started_head_;
+        started_head_ = r->next_;
+        if (!started_head_) {
+            started_tail_ = nullptr;
+        }
+        r->next_ = nullptr;
+        --started_waiting_;
+        began_running(*r);
+        run_handler(*r);
+    }
     if (closed_ || !ready_head_) {
         return;
     }
-    const std::size_t busy = running_ + starting_;
+    const std::size_t busy = running_ + starting_ + started_waiting_;
     std::size_t room = options_.concurrency > busy ? options_.concurrency - busy : 0;
     if (room == 0) {
         return; // a report makes room and flushes again
@@ -619,8 +698,7 @@ void worker_impl::on_started(error_code ec, std::vector<start_result> results,
         switch (result) {
         case start_result::started:
             --held_;
-            began_running(r);
-            run_handler(r);
+            run_or_wait(r); // a claim in flight meanwhile may have taken the slot
             break;
         case start_result::stale:
             --held_;
@@ -644,7 +722,7 @@ void worker_impl::on_started(error_code ec, std::vector<start_result> results,
     if (stopping_) {
         release_held();
     }
-    if (ready_head_) {
+    if (ready_head_ || started_head_) {
         schedule_starts();
     }
     if (claim_blocked_) {
@@ -699,7 +777,7 @@ void worker_impl::report(worker_record& r, outcome o) {
         return;
     }
     queue_ack(std::move(a));
-    if (ready_head_) {
+    if (ready_head_ || started_head_) {
         schedule_starts();
     }
     if (stopping_) {
@@ -785,7 +863,9 @@ void worker_impl::on_renew_timer() {
     std::vector<lease_ref> leases;
     for (auto& p : records_) {
         auto& r = *p;
-        if (r.state_ == worker_record::state::running && r.lease_expiry_ - now < lease * 2 / 3) {
+        const bool held_running =
+            r.state_ == worker_record::state::running || r.state_ == worker_record::state::started;
+        if (held_running && r.lease_expiry_ - now < lease * 2 / 3) {
             batch.push_back({&r, r.generation_});
             leases.push_back({r.task_.id, r.task_.token});
         }
@@ -806,7 +886,8 @@ void worker_impl::on_renew_timer() {
                          return; // the next round tries again
                      }
                      for (std::size_t i = 0; i < batch.size(); ++i) {
-                         if (!batch[i].live(worker_record::state::running)) {
+                         if (!batch[i].live(worker_record::state::running) &&
+                             !batch[i].live(worker_record::state::started)) {
                              continue;
                          }
                          if (results[i] == ack_result::ok) {
@@ -879,7 +960,8 @@ void worker_impl::stop(steady::time_point deadline,
 
 void worker_impl::on_stop_timer() {
     if (stop_handler_) {
-        finish_stop(running_ + starting_ > 0 ? error_code(net::error::timed_out) : error_code());
+        finish_stop(running_ + starting_ + started_waiting_ > 0 ? error_code(net::error::timed_out)
+                                                                : error_code());
     }
 }
 
@@ -887,13 +969,14 @@ void worker_impl::maybe_finish_stop() {
     if (!stopping_ || !stop_handler_ || closed_) {
         return;
     }
-    if (running_ > 0 || starting_ > 0) {
+    if (running_ > 0 || starting_ > 0 || started_waiting_ > 0) {
         return;
     }
     if (!pending_acks_.empty() && acks_in_flight_ == 0 && !ack_timer_.armed()) {
         flush_acks();
     }
-    if (claiming_ || !pending_acks_.empty() || acks_in_flight_ > 0 || releases_in_flight_ > 0) {
+    if (claims_in_flight_ > 0 || !pending_acks_.empty() || acks_in_flight_ > 0 ||
+        releases_in_flight_ > 0) {
         return;
     }
     finish_stop({});

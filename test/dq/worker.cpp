@@ -70,6 +70,7 @@ dq::redis_store_options small_queue() {
 
 // A store decorator whose claims report the store's time `skew` later than it is: a worker
 // trusting that sample fires early, and only the store's own check keeps the task waiting.
+// It also counts the claims in flight (with a skew of 0 it only watches).
 class lying_clock_store final : public dq::store {
 public:
     lying_clock_store(dq::store& inner, dq::duration skew)
@@ -100,7 +101,9 @@ public:
         inner_.delete_dead(std::move(id), std::move(h));
     }
     void claim(const dq::claim_options& o, handler<void(error_code, dq::claim_result)> h) override {
+        most_claims_in_flight_ = std::max(most_claims_in_flight_, ++claims_in_flight_);
         inner_.claim(o, [this, h = std::move(h)](error_code ec, dq::claim_result r) mutable {
+            --claims_in_flight_;
             r.server_time += skew_;
             if (r.next_due) {
                 *r.next_due += skew_; // (claim again when the worker thinks it is due)
@@ -135,6 +138,8 @@ public:
     void now(handler<void(error_code, dq::time_point)> h) override { inner_.now(std::move(h)); }
 
     std::size_t too_early_ = 0;
+    std::size_t claims_in_flight_ = 0;
+    std::size_t most_claims_in_flight_ = 0;
 
 private:
     dq::store& inner_;
@@ -307,6 +312,41 @@ BOOST_AUTO_TEST_CASE(the_concurrency_limit_is_never_exceeded) {
     BOOST_TEST(w.stats().max_running == 3u);
     // Claims started due tasks too, within the limit (most == 3 above).
     BOOST_TEST(w.stats().started_by_claim >= 1u);
+    BOOST_TEST(f.stop(w) == error_code());
+}
+
+// A backlog: claims come back full, so the worker keeps two in flight (the store runs the next
+// while the worker handles the last); claims and start calls overlap (half the tasks are due
+// later, prefetched); still every task runs once and never more than `concurrency` at once.
+BOOST_AUTO_TEST_CASE(a_backlog_keeps_two_claims_in_flight_within_the_limits) {
+    fixture f;
+    lying_clock_store watched(*f.store, dq::duration(0));
+    auto o = options();
+    o.claim.batch = 8;
+    o.concurrency = 5;
+    std::map<std::string, int> runs;
+    std::size_t running = 0, most = 0;
+    std::vector<std::unique_ptr<timewheel::wheel_timer>> timers;
+    dq::worker w(watched, o, [&](dq::job j) {
+        ++runs[j.id()];
+        most = std::max(most, ++running);
+        timers.push_back(std::make_unique<timewheel::wheel_timer>(f.io, 2ms));
+        timers.back()->async_wait([&, j = std::move(j)](error_code) mutable {
+            --running;
+            j.succeed();
+        });
+    });
+    constexpr int n = 200;
+    for (int i = 0; i < n; ++i) {
+        f.submit("b" + std::to_string(i), i % 2 ? 0ms : std::chrono::milliseconds(i));
+    }
+    w.start();
+    BOOST_REQUIRE(f.wait([&] { return w.stats().acked == n; }));
+    BOOST_TEST(runs.size() == std::size_t(n));
+    BOOST_TEST(std::all_of(runs.begin(), runs.end(), [](const auto& r) { return r.second == 1; }));
+    BOOST_TEST(most <= 5u);
+    BOOST_TEST(w.stats().max_running <= 5u);
+    BOOST_TEST(watched.most_claims_in_flight_ == 2u);
     BOOST_TEST(f.stop(w) == error_code());
 }
 

@@ -55,8 +55,10 @@ struct worker_options {
     /// The most handlers running at once (at least 1). A task that fires while the limit
     /// is reached waits, prefetched, for a handler to finish.
     std::size_t concurrency = 64;
-    /// The most tasks held claimed but not yet started (at least 1; 0 means claim.batch).
-    /// The worker claims no more than this leaves room for.
+    /// The most tasks held claimed but not yet started (at least 1; 0 means twice
+    /// claim.batch). The worker claims no more than this leaves room for, counting what the
+    /// claims in flight may bring: with room for two batches, a second claim is in flight
+    /// while the tasks of the last one are handled.
     std::size_t prefetch = 0;
     /// Acknowledgements are sent when this many are pending (at least 1)...
     std::size_t ack_batch = 256;
