@@ -16,6 +16,8 @@
 #                                [--keep-log FILE] [--perf DIR] [-- timewheeld flags...]
 #   --threads N   timewheeld's --threads with the Redis store (SQLite runs with 1)
 #   --perf DIR    perf record -g on timewheeld during each callbacks run, into DIR/perf-STORE.data
+# Environment: BUILD_DIR (above), TIMEWHEELD (a timewheeld binary to run instead of the
+# one built, for A/B runs), JOBS (build parallelism).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 bash scripts/setup.sh
@@ -44,7 +46,9 @@ cmake -S . -B "$build" -DCMAKE_BUILD_TYPE=Release -DTIMEWHEEL_BUILD_TESTS=OFF \
   -DTIMEWHEEL_BUILD_EXAMPLES=OFF -DTIMEWHEEL_BUILD_BENCHMARKS=ON -DTIMEWHEEL_BUILD_SERVER=ON \
   >/dev/null
 cmake --build "$build" -j"${JOBS:-2}" --target timewheeld timewheeld_bench >/dev/null
-tw="$build/server/timewheeld"
+# TIMEWHEELD=PATH runs that timewheeld binary instead of $build's (an A/B against another
+# build, with the same timewheeld_bench).
+tw="${TIMEWHEELD:-$build/server/timewheeld}"
 bench="$build/bench/server/timewheeld_bench"
 
 source scripts/lib/private-redis.sh

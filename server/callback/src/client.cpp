@@ -32,7 +32,6 @@
 #include <cctype>
 #include <charconv>
 #include <deque>
-#include <set>
 #include <system_error>
 #include <unordered_map>
 #include <vector>
@@ -67,14 +66,26 @@ namespace {
 // for days; the task's own retry policy still sees the full value in call_result.
 constexpr std::chrono::seconds max_backoff = std::chrono::hours(1);
 
+// A plain connection is made through a beast::tcp_stream (for its connect timeout), then
+// used as the bare socket: every read and write through tcp_stream copies its executor and
+// shared state and checks its timers, a cost at each call that a kept-alive connection does
+// not need (the call's own deadline closes the socket).
 struct connection {
-    std::optional<beast::tcp_stream> plain;
+    std::optional<beast::tcp_stream> plain;     // while connecting
+    std::optional<net::ip::tcp::socket> socket; // plain, once connected
     std::optional<beast::ssl_stream<beast::tcp_stream>> tls;
     beast::flat_buffer buffer;
     steady::time_point idle_since;
 
     beast::tcp_stream& tcp() { return tls ? beast::get_lowest_layer(*tls) : *plain; }
-    void close() { tcp().close(); }
+    void close() {
+        if (socket) {
+            error_code ignored;
+            socket->close(ignored);
+        } else {
+            tcp().close();
+        }
+    }
 };
 
 struct host_pool;
@@ -124,6 +135,11 @@ struct call_op {
     connection* conn = nullptr;
     net::steady_timer* wait = nullptr;
 
+    // The client's list of calls in flight (close() ends them): intrusive, so that a call
+    // costs no node allocation to enter it.
+    call_op* prev = nullptr;
+    call_op* next = nullptr;
+
     bool stopped() const { return stop || cancelled; }
     void abort() {
         if (resolver)
@@ -152,7 +168,7 @@ struct client::state {
     client_options opt;
     ssl::context tls;
     std::unordered_map<std::string, host_pool> pools;
-    std::set<call_op*> ops;
+    call_op* ops = nullptr; // the calls in flight, linked through call_op::prev/next
     client_stats stats;
     bool closed = false;
     steady::time_point last_sweep = steady::now();
@@ -343,6 +359,10 @@ net::awaitable<std::unique_ptr<connection>> open_connection(state_ptr st, call_o
                                "cannot connect to " + u.origin() + ": " + ec.message());
         co_return nullptr;
     }
+    if (c->plain) {
+        c->socket.emplace(c->plain->release_socket());
+        c->plain.reset();
+    }
     if (c->tls) {
         op.phase = "in the TLS handshake";
         co_await c->tls->async_handshake(ssl::stream_base::client,
@@ -382,6 +402,10 @@ net::awaitable<error_code> exchange(Stream& s, connection& c, call_op& op, const
     if (ec)
         co_return ec;
     got_header = true;
+    // An answer without a body (the usual 200 with Content-Length: 0) is whole already:
+    // async_read would only post its completion, a turn of the io_context per call.
+    if (parser.is_done())
+        co_return ec;
     op.phase = "reading the answer";
     co_await http::async_read(s, c.buffer, parser, net::redirect_error(net::use_awaitable, ec));
     co_return ec;
@@ -565,7 +589,7 @@ net::awaitable<outcome> run_call(state_ptr st, std::shared_ptr<call_op> op, call
         if (conn->tls)
             ec = co_await exchange(*conn->tls, *conn, *op, hreq, *parser, got_header);
         else
-            ec = co_await exchange(*conn->plain, *conn, *op, hreq, *parser, got_header);
+            ec = co_await exchange(*conn->socket, *conn, *op, hreq, *parser, got_header);
         if (op->stopped()) {
             op->conn = nullptr;
             co_return done(stopped_outcome(*op));
@@ -647,7 +671,7 @@ client_stats client::stats() const noexcept {
 void client::close() {
     auto& st = *state_;
     st.closed = true;
-    for (auto* op : st.ops) {
+    for (auto* op = st.ops; op; op = op->next) {
         if (!op->stop)
             op->stop = error::client_closed;
         op->abort();
@@ -665,7 +689,10 @@ void client::start(call_request req,
     auto op = std::make_shared<call_op>(ex_);
     op->timeout = req.spec.timeout.count() > 0 ? req.spec.timeout : st->opt.total_timeout;
     op->deadline.expires_after(op->timeout);
-    st->ops.insert(op.get());
+    op->next = st->ops;
+    if (st->ops)
+        st->ops->prev = op.get();
+    st->ops = op.get();
     op->deadline.async_wait([op](error_code ec) {
         if (!ec && !op->stop) {
             op->stop = error::timeout;
@@ -683,7 +710,12 @@ void client::start(call_request req,
                       auto slot = net::get_associated_cancellation_slot(h);
                       if (slot.is_connected())
                           slot.clear();
-                      st->ops.erase(op.get());
+                      if (op->prev)
+                          op->prev->next = op->next;
+                      else
+                          st->ops = op->next;
+                      if (op->next)
+                          op->next->prev = op->prev;
                       op->deadline.cancel();
                       if (e) {
                           try {

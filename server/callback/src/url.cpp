@@ -7,6 +7,7 @@
 #include <algorithm>
 #include <cctype>
 #include <charconv>
+#include <string_view>
 
 namespace timewheeld::callback {
 
@@ -14,17 +15,34 @@ namespace {
 bool default_port(const url& u) {
     return u.port == (u.https ? 443 : 80);
 }
-std::string bracketed(const url& u) {
-    return u.host.find(':') != std::string::npos ? "[" + u.host + "]" : u.host;
+// Host (bracketed when it is an IPv6 literal), then ":port" when `with_port`: in one
+// allocation, since the client builds both strings at every call.
+std::string host_and_port(const url& u, std::string_view prefix, bool with_port) {
+    std::string out;
+    out.reserve(prefix.size() + u.host.size() + 8);
+    out += prefix;
+    const bool v6 = u.host.find(':') != std::string::npos;
+    if (v6)
+        out += '[';
+    out += u.host;
+    if (v6)
+        out += ']';
+    if (with_port) {
+        char digits[8];
+        const auto end = std::to_chars(digits, digits + sizeof digits, u.port).ptr;
+        out += ':';
+        out.append(digits, end);
+    }
+    return out;
 }
 } // namespace
 
 std::string url::origin() const {
-    return (https ? "https://" : "http://") + bracketed(*this) + ":" + std::to_string(port);
+    return host_and_port(*this, https ? "https://" : "http://", true);
 }
 
 std::string url::host_header() const {
-    return default_port(*this) ? bracketed(*this) : bracketed(*this) + ":" + std::to_string(port);
+    return host_and_port(*this, {}, !default_port(*this));
 }
 
 namespace {
