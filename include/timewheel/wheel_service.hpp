@@ -237,7 +237,7 @@ public:
     std::size_t expires_at(implementation_type& impl, time_point expiry) noexcept;
     std::size_t reschedule_at(implementation_type& impl, time_point expiry);
     void set_slack(implementation_type& impl, duration slack);
-    duration slack(const implementation_type& impl) const noexcept { return impl.slack; }
+    duration slack(const implementation_type& impl) const noexcept { return impl.slack(); }
 
     void wait(implementation_type& impl, boost::system::error_code& ec);
 
@@ -263,10 +263,12 @@ private:
 
     void add_wait(implementation_type& impl, detail::wait_op_base* op);
     void arm_for_wait(implementation_type& impl);
+    std::size_t abort_waits(implementation_type& impl, std::size_t max) noexcept;
     detail::wait_op_base* take_inline(implementation_type& impl,
                                       const boost::system::error_code& ec) noexcept;
     void post_cancelled(implementation_type& impl, detail::wait_op_base* op) noexcept;
     void post_aborted(detail::op_queue<detail::wait_op_base>& done) noexcept;
+    void post_aborted(detail::wait_op_base* op) noexcept;
     void disarm_if_idle(implementation_type& impl) noexcept;
     static void cancel_wait(void* service, detail::async_op_base& op);
     static void cancel_inline_wait(void* service, detail::inline_wait& wait);

@@ -61,6 +61,9 @@ public:
     /// run() they go to the thread's private queue, without a lock or an atomic.
     void post(op_queue<wait_op_base>& ops) noexcept;
 
+    /// Posts one completed wait, as post() does.
+    void post(wait_op_base* op) noexcept { scheduler_.post_immediate_completion(op, true); }
+
     /// Runs a completed wait's handler inside the scheduler operation running now (the
     /// driver's, or a batch's), which counts as the one run of this wait.
     static void run_inline(void* owner, wait_op_base* op) { op->complete(owner, op->ec_, 0); }

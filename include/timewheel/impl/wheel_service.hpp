@@ -90,6 +90,32 @@ inline void wheel_service::post_deferred(detail::async_op_base& op) noexcept {
     scheduler_.post_deferred_completion(&op);
 }
 
+// The timer's hot paths are inline: at 1M cold timers an arm or a cancel waits on cache
+// misses, and the fewer instructions and stores each takes (a call saves and restores
+// registers), the more of those misses overlap with the next operation's.
+
+inline void wheel_service::arm_for_wait(implementation_type& impl) {
+    // No work is counted per wait: the driver's reactor wait counts for the whole wheel.
+    if (!impl.armed()) {
+        arm(impl, impl.expiry, impl.slack());
+    }
+}
+
+inline std::size_t wheel_service::cancel(implementation_type& impl) noexcept {
+    return impl.has_waits() ? abort_waits(impl, static_cast<std::size_t>(-1)) : 0;
+}
+
+inline std::size_t wheel_service::cancel_one(implementation_type& impl) noexcept {
+    return impl.has_waits() ? abort_waits(impl, 1) : 0;
+}
+
+inline std::size_t wheel_service::expires_at(implementation_type& impl,
+                                             time_point expiry) noexcept {
+    const std::size_t cancelled = cancel(impl);
+    impl.expiry = expiry;
+    return cancelled;
+}
+
 template <typename Handler, typename IoExecutor>
 void wheel_service::async_wait(implementation_type& impl, Handler& handler,
                                const IoExecutor& io_ex) {
