@@ -55,6 +55,37 @@ struct worker_record : timewheel::detail::service_entry {
     worker_record* next_ = nullptr; // free list, or the ready or the started FIFO
 };
 
+// A FIFO of records linked through next_: the tasks waiting for a handler slot.
+struct record_fifo {
+    worker_record* head = nullptr;
+    worker_record* tail = nullptr;
+    std::size_t size = 0;
+
+    void push(worker_record& r) noexcept {
+        r.next_ = nullptr;
+        if (tail) {
+            tail->next_ = &r;
+        } else {
+            head = &r;
+        }
+        tail = &r;
+        ++size;
+    }
+
+    worker_record* pop() noexcept {
+        worker_record* r = head;
+        head = r->next_;
+        if (!head) {
+            tail = nullptr;
+        }
+        r->next_ = nullptr;
+        --size;
+        return r;
+    }
+
+    void clear() noexcept { *this = {}; }
+};
+
 // A reference to a record that may have been freed (and reused) since.
 struct record_ref {
     worker_record* record;
@@ -147,17 +178,13 @@ private:
 
     std::vector<std::unique_ptr<worker_record>> records_;
     worker_record* free_ = nullptr;
-    worker_record* ready_head_ = nullptr;
-    worker_record* ready_tail_ = nullptr;
+    record_fifo ready_;        // fired, waiting for a handler slot
     std::size_t held_ = 0;     // prefetched + ready + starting
-    std::size_t ready_ = 0;    // in the ready FIFO
     std::size_t starting_ = 0; // in start calls in flight
     std::size_t running_ = 0;
     // Started in the store, waiting for a handler slot (claims and start calls in flight
     // together may start more than the slots free when they were sent).
-    worker_record* started_head_ = nullptr;
-    worker_record* started_tail_ = nullptr;
-    std::size_t started_waiting_ = 0;
+    record_fifo started_waiting_;
 
     bool started_ = false;
     // Claims in flight, and what they may bring: prefetched tasks (counted against
@@ -346,26 +373,12 @@ void worker_impl::release_record(worker_record& r) noexcept {
 
 void worker_impl::push_ready(worker_record& r) noexcept {
     r.state_ = worker_record::state::ready;
-    r.next_ = nullptr;
-    if (ready_tail_) {
-        ready_tail_->next_ = &r;
-    } else {
-        ready_head_ = &r;
-    }
-    ready_tail_ = &r;
-    ++ready_;
+    ready_.push(r);
 }
 
 void worker_impl::push_started(worker_record& r) noexcept {
     r.state_ = worker_record::state::started;
-    r.next_ = nullptr;
-    if (started_tail_) {
-        started_tail_->next_ = &r;
-    } else {
-        started_head_ = &r;
-    }
-    started_tail_ = &r;
-    ++started_waiting_;
+    started_waiting_.push(r);
 }
 
 // A task the store has started: its handler runs now if a slot is free, else it waits.
@@ -426,7 +439,8 @@ void worker_impl::claim() {
     // Free handler slots (after the tasks already waiting for one, and those the claims in
     // flight may start): the store may start that many already-due tasks itself, saving
     // their start call.
-    const std::size_t busy = running_ + starting_ + ready_ + started_waiting_ + start_reserved_;
+    const std::size_t busy =
+        running_ + starting_ + ready_.size + started_waiting_.size + start_reserved_;
     opt.start_due =
         std::min(opt.batch, options_.concurrency > busy ? options_.concurrency - busy : 0);
     ++claims_in_flight_;
@@ -485,7 +499,7 @@ void worker_impl::on_claimed(error_code ec, claim_result r, steady::time_point s
     if (started_here > 0) {
         std::erase_if(r.tasks, [](const claimed_task& t) { return t.running; });
     }
-    if (started_head_) {
+    if (started_waiting_.head) {
         schedule_starts(); // the ones that found no free handler slot
     }
     // Runs them after this reply's bookkeeping (a handler may report, and claim, at once).
@@ -609,34 +623,22 @@ void worker_impl::schedule_starts() {
 
 void worker_impl::flush_starts() {
     // Tasks the store has started already come first: their leases are running.
-    while (!closed_ && started_head_ && running_ < options_.concurrency) {
-        auto* r = started_head_;
-        started_head_ = r->next_;
-        if (!started_head_) {
-            started_tail_ = nullptr;
-        }
-        r->next_ = nullptr;
-        --started_waiting_;
+    while (!closed_ && started_waiting_.head && running_ < options_.concurrency) {
+        auto* r = started_waiting_.pop();
         began_running(*r);
         run_handler(*r);
     }
-    if (closed_ || !ready_head_) {
+    if (closed_ || !ready_.head) {
         return;
     }
-    const std::size_t busy = running_ + starting_ + started_waiting_;
+    const std::size_t busy = running_ + starting_ + started_waiting_.size;
     std::size_t room = options_.concurrency > busy ? options_.concurrency - busy : 0;
     if (room == 0) {
         return; // a report makes room and flushes again
     }
     std::vector<record_ref> batch;
-    while (ready_head_ && room > 0) {
-        auto* r = ready_head_;
-        --ready_;
-        ready_head_ = r->next_;
-        if (!ready_head_) {
-            ready_tail_ = nullptr;
-        }
-        r->next_ = nullptr;
+    while (ready_.head && room > 0) {
+        auto* r = ready_.pop();
         r->state_ = worker_record::state::starting;
         batch.push_back({r, r->generation_});
         --room;
@@ -722,7 +724,7 @@ void worker_impl::on_started(error_code ec, std::vector<start_result> results,
     if (stopping_) {
         release_held();
     }
-    if (ready_head_ || started_head_) {
+    if (ready_.head || started_waiting_.head) {
         schedule_starts();
     }
     if (claim_blocked_) {
@@ -777,7 +779,7 @@ void worker_impl::report(worker_record& r, outcome o) {
         return;
     }
     queue_ack(std::move(a));
-    if (ready_head_ || started_head_) {
+    if (ready_.head || started_waiting_.head) {
         schedule_starts();
     }
     if (stopping_) {
@@ -917,8 +919,7 @@ void worker_impl::release_held() {
             release_record(r);
         }
     }
-    ready_head_ = ready_tail_ = nullptr;
-    ready_ = 0;
+    ready_.clear();
     stats_.held = held_;
     if (leases.empty()) {
         return;
@@ -960,8 +961,9 @@ void worker_impl::stop(steady::time_point deadline,
 
 void worker_impl::on_stop_timer() {
     if (stop_handler_) {
-        finish_stop(running_ + starting_ + started_waiting_ > 0 ? error_code(net::error::timed_out)
-                                                                : error_code());
+        finish_stop(running_ + starting_ + started_waiting_.size > 0
+                        ? error_code(net::error::timed_out)
+                        : error_code());
     }
 }
 
@@ -969,7 +971,7 @@ void worker_impl::maybe_finish_stop() {
     if (!stopping_ || !stop_handler_ || closed_) {
         return;
     }
-    if (running_ > 0 || starting_ > 0 || started_waiting_ > 0) {
+    if (running_ > 0 || starting_ > 0 || started_waiting_.size > 0) {
         return;
     }
     if (!pending_acks_.empty() && acks_in_flight_ == 0 && !ack_timer_.armed()) {
