@@ -22,6 +22,7 @@ wheel::wheel(tick_type start, wheel_options options)
                                     std::to_string(options.levels));
     }
     run_queue_.next_ = run_queue_.prev_ = &run_queue_;
+    staged_.next_ = staged_.prev_ = &staged_;
     top_start_.fill(no_tick);
     for (link& head : level0_) {
         head.next_ = head.prev_ = &head;
@@ -42,6 +43,20 @@ wheel::~wheel() {
 
 void wheel::throw_bad_budget() {
     throw std::invalid_argument("timewheel::wheel::advance: budget must be at least 1");
+}
+
+void wheel::file_staged() noexcept {
+    // Detached whole, then walked in arm order: filing relinks each entry, and the last
+    // one's next is still the head, where the walk ends.
+    link* node = staged_.next_;
+    staged_.next_ = staged_.prev_ = &staged_;
+    staged_count_ = 0;
+    while (node != &staged_) {
+        link* const next = node->next_;
+        wheel_entry& entry = entry_of(node);
+        file(entry, entry.meta_ & ~wheel_entry::slot_mask);
+        node = next;
+    }
 }
 
 bool wheel::slot_empty(unsigned level, unsigned index) const noexcept {
@@ -106,10 +121,21 @@ std::optional<tick_type> wheel::next_expiry() const noexcept {
     if (run_queue_.next_ != &run_queue_) {
         return now_;
     }
-    if (const std::optional<slot_ref> next = next_slot()) {
-        return next->start;
+    // The staged entries (at most stage_batch) as they will be filed: the answer is the one
+    // the wheel gives once they are.
+    std::optional<tick_type> earliest;
+    for (const link* node = staged_.next_; node != &staged_; node = node->next_) {
+        const wheel_entry& entry = entry_of(node);
+        if (entry.deadline_ <= now_) {
+            return now_;
+        }
+        const tick_type start = place(entry.fire_tick()).start;
+        earliest = earliest ? std::min(*earliest, start) : start;
     }
-    return std::nullopt;
+    if (const std::optional<slot_ref> next = next_slot()) {
+        earliest = earliest ? std::min(*earliest, next->start) : next->start;
+    }
+    return earliest;
 }
 
 } // namespace timewheel

@@ -1358,3 +1358,96 @@ BOOST_AUTO_TEST_CASE(arming_in_another_wheel_disarms_from_the_first) {
     BOOST_TEST(w2.advance(100, r2) == 1u);
     BOOST_TEST(r2.log == (shots{{1, 20}}));
 }
+
+// An arm is staged and filed with the next ones (a batch of 16, or when the wheel next
+// advances or drains); nothing a user can observe may tell staged and filed entries apart.
+
+BOOST_AUTO_TEST_CASE(staged_entries_answer_next_expiry_as_filed_ones) {
+    std::uint64_t seed = 20261126;
+    const auto next = [&seed](tick_type bound) {
+        seed = seed * 6364136223846793005u + 1442695040888963407u;
+        return (seed >> 17) % bound;
+    };
+    for (unsigned count = 1; count <= 50; ++count) {
+        tw::wheel w(1'000'000 + next(1'000'000));
+        std::deque<probe> entries;
+        for (unsigned i = 0; i < count; ++i) {
+            const tick_type scale = pow256(1 + next(4));
+            const tick_type slack = next(4) == 0 ? next(scale) : 0;
+            w.arm(entries.emplace_back(static_cast<int>(i)), w.now() + 1 + next(scale), slack);
+        }
+        const tick_type staged = expiry(w);
+        BOOST_TEST(w.advance(w.now(), [](tw::wheel_entry&) {}) == 0u); // files, fires nothing
+        BOOST_TEST(expiry(w) == staged, "count " << count);
+        // And an entry due now, still staged, makes it now().
+        probe due(-1);
+        w.arm(due, w.now());
+        BOOST_TEST(expiry(w) == w.now());
+        BOOST_TEST(w.cancel(due));
+        BOOST_TEST(expiry(w) == staged);
+    }
+}
+
+BOOST_AUTO_TEST_CASE(staged_entries_can_be_cancelled_moved_and_destroyed) {
+    tw::wheel w(0);
+    probe a(1), b(2), c(3), e(5);
+    w.arm(a, 700);
+    w.arm(b, 900);
+    w.arm(c, 400);
+    {
+        probe d(4);
+        w.arm(d, 300);
+    } // destroyed while staged
+    w.arm(e, 800);
+    BOOST_TEST(w.cancel(a));
+    BOOST_TEST(!w.cancel(a));
+    BOOST_TEST(w.move(b, 200));  // earlier, still staged
+    BOOST_TEST(w.move(c, 1000)); // later, still staged
+    probe f(std::move(e));       // takes e's place among the staged entries
+    f.id = 6;
+    BOOST_TEST(!e.armed());
+    recorder r{w};
+    BOOST_TEST(w.advance(2000, r) == 3u);
+    BOOST_TEST(r.log == (shots{{2, 200}, {6, 800}, {3, 1000}}), boost::test_tools::per_element());
+}
+
+BOOST_AUTO_TEST_CASE(entries_armed_due_by_handlers_fire_in_the_same_advance) {
+    // More than a batch of them, armed from handlers while the wheel is advancing.
+    tw::wheel w(10);
+    std::deque<probe> later;
+    for (int i = 0; i < 40; ++i) {
+        later.emplace_back(100 + i);
+    }
+    probe trigger(1);
+    w.arm(trigger, 20);
+    shots log;
+    const std::size_t fired = w.advance(20, [&](tw::wheel_entry& e) {
+        log.push_back({id_of(e), w.now()});
+        if (id_of(e) == 1) {
+            for (probe& p : later) {
+                w.arm(p, 5); // in the past: due now
+            }
+        }
+    });
+    BOOST_TEST(fired == 41u);
+    BOOST_REQUIRE(log.size() == 41u);
+    for (int i = 0; i < 40; ++i) {
+        BOOST_TEST(log[static_cast<std::size_t>(i) + 1].id == 100 + i); // in arm order
+        BOOST_TEST(log[static_cast<std::size_t>(i) + 1].tick == 20u);
+    }
+    BOOST_TEST(w.empty());
+}
+
+BOOST_AUTO_TEST_CASE(drain_visits_staged_due_entries_first) {
+    tw::wheel w(1000);
+    probe a(1), b(2), c(3);
+    w.arm(a, 5000);
+    w.arm(b, 900); // due now, staged behind a
+    w.arm(c, 1500);
+    std::vector<int> order;
+    BOOST_TEST(w.drain([&](tw::wheel_entry& e) { order.push_back(id_of(e)); }) == 3u);
+    BOOST_TEST(order.at(0) == 2);
+    BOOST_TEST(w.empty());
+    BOOST_TEST(!a.armed());
+    BOOST_TEST(!c.armed());
+}

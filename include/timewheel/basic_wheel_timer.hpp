@@ -308,9 +308,15 @@ public:
      * Each completes only this wait, with boost::asio::error::operation_aborted.
      */
     template <typename WaitToken = boost::asio::default_completion_token_t<executor_type>>
-    auto async_wait(WaitToken&& token = boost::asio::default_completion_token_t<executor_type>()) {
-        return boost::asio::async_initiate<WaitToken, void(boost::system::error_code)>(
-            initiate_async_wait(this), token);
+    TIMEWHEEL_ALWAYS_INLINE auto
+    async_wait(WaitToken&& token = boost::asio::default_completion_token_t<executor_type>()) {
+        if constexpr (initiates_directly<WaitToken>()) {
+            // What async_initiate would do for this handler, without the call around it.
+            initiate_async_wait(this)(static_cast<WaitToken&&>(token));
+        } else {
+            return boost::asio::async_initiate<WaitToken, void(boost::system::error_code)>(
+                initiate_async_wait(this), token);
+        }
     }
 
     basic_wheel_timer(const basic_wheel_timer&) = delete;
@@ -319,6 +325,35 @@ public:
 private:
     template <typename>
     friend class basic_wheel_timer;
+
+    class initiate_async_wait;
+
+    // Whether async_initiate, given a WaitToken, only calls the initiation with it: the
+    // token is a completion handler whose async_result is Asio's own for handlers (its
+    // initiate() is completion_handler_async_result's, not one a specialisation declares).
+    // async_wait() then makes that call itself: at a million cold timers each call boundary
+    // on the arm path (saved registers, a return) lengthens the arm and so shortens how many
+    // arms' cache misses the processor overlaps, and compilers keep Asio's initiate() out
+    // of line once the arm is inlined into it.
+    template <typename WaitToken>
+    static constexpr bool initiates_directly() {
+        using token_type = std::decay_t<WaitToken>;
+        using signature = void(boost::system::error_code);
+        if constexpr (!std::is_class_v<token_type> ||
+                      !std::is_invocable_v<token_type&, boost::system::error_code>) {
+            return false;
+        } else {
+            using handler_result =
+                boost::asio::detail::completion_handler_async_result<token_type, signature>;
+            using result = boost::asio::async_result<token_type, signature>;
+            if constexpr (!std::is_base_of_v<handler_result, result>) {
+                return false;
+            } else {
+                return &result::template initiate<initiate_async_wait, WaitToken> ==
+                       &handler_result::template initiate<initiate_async_wait, WaitToken>;
+            }
+        }
+    }
 
     class initiate_async_wait {
     public:
@@ -330,7 +365,7 @@ private:
         const executor_type& get_executor() const noexcept { return self_->get_executor(); }
 
         template <typename WaitHandler>
-        void operator()(WaitHandler&& handler) const {
+        TIMEWHEEL_ALWAYS_INLINE void operator()(WaitHandler&& handler) const {
             // If you get an error on the following line it means that your handler does not
             // meet the documented type requirements for a WaitHandler.
             BOOST_ASIO_WAIT_HANDLER_CHECK(WaitHandler, handler) type_check;

@@ -47,6 +47,12 @@
 // * Moving later is lazy: only the deadline is stored, and the entry is re-filed when its
 //   old slot comes due. A connection re-armed on every read is re-filed about once per
 //   timeout period. Moving to a time before the start of the entry's slot relinks it.
+// * Arming stages: the entry is linked behind the last one armed (in cache, where a slot's
+//   list tail is a cold entry at a million timers) and filed into its slot with the other
+//   arms of its batch, every 16 arms and before advance() or drain() looks at the slots.
+//   An arm then does little besides touching its own entry, so the processor overlaps the
+//   cache misses of several arms; filing touches entries still in cache. A staged entry is
+//   armed like any other: cancel, move, destroy and next_expiry() treat it as filed.
 // * Entries are intrusive: a circular doubly linked list node inside wheel_entry, slots are
 //   list heads. The wheel owns nothing and never allocates. Unlinking needs no wheel, so
 //   cancel() and destroying an armed entry only rewrite the two neighbours; the slot's
@@ -60,6 +66,8 @@
 
 #ifndef TIMEWHEEL_WHEEL_HPP
 #define TIMEWHEEL_WHEEL_HPP
+
+#include <timewheel/detail/config.hpp>
 
 #include <array>
 #include <cstddef>
@@ -156,7 +164,7 @@ private:
     // One word, written by one store when the entry is filed (each store an arm makes to
     // the cold entry holds a store-buffer entry until its line arrives):
     //   bits 0-31  the slack as requested, saturated at 32 bits
-    //   bits 32-47 the slot: level * 256 + index, or wheel::run_queue_slot
+    //   bits 32-47 the slot: level * 256 + index, wheel::run_queue_slot or wheel::staged_slot
     //   bits 48-55 the slack level: the fire tick is a multiple of 256^level
     std::uint64_t meta_ = 0;
 
@@ -239,7 +247,8 @@ public:
      * An armed entry is first disarmed (wherever it is armed), so arm() also restarts an
      * entry. A deadline at or before now() is due now.
      */
-    void arm(wheel_entry& entry, tick_type deadline, tick_type slack = 0) noexcept;
+    TIMEWHEEL_ALWAYS_INLINE void arm(wheel_entry& entry, tick_type deadline,
+                                     tick_type slack = 0) noexcept;
 
     /// Changes the deadline of an armed entry, keeping its slack.
     /**
@@ -277,7 +286,8 @@ public:
      * @throws std::invalid_argument if @c budget is 0.
      */
     template <typename Handler>
-    std::size_t advance(tick_type now, std::size_t budget, Handler&& handler);
+    TIMEWHEEL_ALWAYS_INLINE std::size_t advance(tick_type now, std::size_t budget,
+                                                Handler&& handler);
 
     /// Disarms every armed entry, calling <tt>handler(wheel_entry&)</tt> for each with the
     /// entry already disarmed, due entries first, then in the order of their slots. now() is
@@ -306,6 +316,8 @@ private:
     static constexpr unsigned lists = 1u << list_bits; // per slot above level 0
     static constexpr unsigned used_levels = 8;         // 256^8: the whole tick range
     static constexpr std::uint16_t run_queue_slot = 0xffff;
+    static constexpr std::uint16_t staged_slot = 0xfffe;
+    static constexpr unsigned stage_batch = 16; // arms staged before they are filed
     static constexpr tick_type no_tick = std::numeric_limits<tick_type>::max();
 
     struct slot_ref {
@@ -315,12 +327,19 @@ private:
     };
 
     static wheel_entry& entry_of(link* node) noexcept;
+    static const wheel_entry& entry_of(const link* node) noexcept;
+    // The slot an entry firing at `fire` (after now) is filed in, and that slot's start.
+    TIMEWHEEL_ALWAYS_INLINE slot_ref place(tick_type fire) const noexcept;
     static void link_back(link& head, link& node) noexcept;
     link& list_of(unsigned slot, unsigned shift, tick_type fire, tick_type start,
                   tick_type deadline) noexcept;
     bool slot_empty(unsigned level, unsigned index) const noexcept;
-    void file(wheel_entry& entry, std::uint64_t meta) noexcept;
+    TIMEWHEEL_ALWAYS_INLINE void file(wheel_entry& entry, std::uint64_t meta) noexcept;
     void cascade(unsigned level, unsigned index) noexcept;
+    void file_staged() noexcept; // out of line: once per stage_batch arms
+    // advance() once it has work: apart, so that the test for none is inlined alone.
+    template <typename Handler>
+    std::size_t advance_due(tick_type now, std::size_t budget, Handler& handler);
     tick_type slot_start(unsigned level, unsigned index) const noexcept;
     std::optional<slot_ref> next_slot() const noexcept;
     [[noreturn]] static void throw_bad_budget();
@@ -345,6 +364,9 @@ private:
     std::array<link, slots> level0_;
     // The lists of the slots above level 0, indexed by slot number - slots.
     std::array<std::array<link, lists>, (used_levels - 1) * slots> upper_;
+    // Last, so that the lists above keep their alignment.
+    link staged_;               // armed and not yet filed, in arm order
+    unsigned staged_count_ = 0; // arms since the last file_staged() (cancels not deducted)
 };
 
 } // namespace timewheel

@@ -43,6 +43,7 @@
 #include <timewheel/detail/wait_op.hpp>
 #include <timewheel/wheel.hpp>
 
+#include <boost/asio/cancellation_type.hpp>
 #include <boost/asio/detail/chrono_time_traits.hpp>
 #include <boost/asio/detail/scheduler.hpp>
 #include <boost/asio/detail/timer_queue.hpp>
@@ -185,7 +186,8 @@ public:
      *
      * @throws std::invalid_argument if @c slack is negative; nothing changes.
      */
-    void arm(detail::service_entry& entry, time_point expiry, duration slack = {});
+    TIMEWHEEL_ALWAYS_INLINE void arm(detail::service_entry& entry, time_point expiry,
+                                     duration slack = {});
 
     /// Moves the expiry of an armed entry: lazily if later. O(1). False if not armed.
     bool reschedule(detail::service_entry& entry, time_point expiry);
@@ -242,7 +244,8 @@ public:
     void wait(implementation_type& impl, boost::system::error_code& ec);
 
     template <typename Handler, typename IoExecutor>
-    void async_wait(implementation_type& impl, Handler& handler, const IoExecutor& io_ex);
+    TIMEWHEEL_ALWAYS_INLINE void async_wait(implementation_type& impl, Handler& handler,
+                                            const IoExecutor& io_ex);
     /// @}
 
 private:
@@ -261,8 +264,18 @@ private:
 
     void shutdown() override;
 
+    // The cancellation types a wait accepts (each completes only that wait).
+    static constexpr boost::asio::cancellation_type_t accepted_cancellation =
+        boost::asio::cancellation_type::terminal | boost::asio::cancellation_type::partial |
+        boost::asio::cancellation_type::total;
+
+    // A wait whose handler is not kept in the timer: an operation allocated with the
+    // handler's allocator. Out of the inline path, which every arm of a small handler takes.
+    template <typename Handler, typename IoExecutor>
+    TIMEWHEEL_NOINLINE void async_wait_queued(implementation_type& impl, Handler& handler,
+                                              const IoExecutor& io_ex);
     void add_wait(implementation_type& impl, detail::wait_op_base* op);
-    void arm_for_wait(implementation_type& impl);
+    TIMEWHEEL_ALWAYS_INLINE void arm_for_wait(implementation_type& impl);
     std::size_t abort_waits(implementation_type& impl, std::size_t max) noexcept;
     detail::wait_op_base* take_inline(implementation_type& impl,
                                       const boost::system::error_code& ec) noexcept;

@@ -63,6 +63,10 @@ inline wheel_entry& wheel::entry_of(link* node) noexcept {
     return *reinterpret_cast<wheel_entry*>(node);
 }
 
+inline const wheel_entry& wheel::entry_of(const link* node) noexcept {
+    return *reinterpret_cast<const wheel_entry*>(node);
+}
+
 inline void wheel::link_back(link& head, link& node) noexcept {
     link* const tail = head.prev_;
     // The store to the tail between the two to the node: the compiler cannot know that the
@@ -94,6 +98,17 @@ inline wheel::link& wheel::list_of(unsigned slot, unsigned shift, tick_type fire
     return upper_[slot - slots][list];
 }
 
+inline wheel::slot_ref wheel::place(tick_type fire) const noexcept {
+    // The level is the highest byte in which the fire tick differs from now (63 ^ clz is
+    // the index of the highest set bit, one instruction).
+    const unsigned significant =
+        static_cast<unsigned>(std::countl_zero((now_ ^ fire) | (slots - 1))) ^ 63u;
+    const unsigned level = std::min(significant / slot_bits, levels_ - 1);
+    const unsigned shift = slot_bits * level;
+    // The slot of the fire tick comes due at the fire tick with the level's digits cleared.
+    return slot_ref{level, static_cast<unsigned>(fire >> shift) % slots, (fire >> shift) << shift};
+}
+
 // Files the entry by its deadline and `meta` (its slack and slack level; no slot), storing
 // meta with the slot. Every instruction here counts: at 1M entries an arm waits for its
 // cold entry, and how many arms' misses overlap is bounded by how many arms fit in the
@@ -110,16 +125,12 @@ inline void wheel::file(wheel_entry& entry, std::uint64_t meta) noexcept {
     const tick_type up = deadline + mask;
     // Past the largest tick there is nothing to round up to: fire exactly.
     const tick_type fire = up < deadline ? deadline : up & ~mask;
-    // The level is the highest byte in which the fire tick differs from now (63 ^ clz is
-    // the index of the highest set bit, one instruction).
-    const unsigned significant =
-        static_cast<unsigned>(std::countl_zero((now_ ^ fire) | (slots - 1))) ^ 63u;
+    const slot_ref at = place(fire);
     const unsigned top = levels_ - 1;
-    const unsigned level = std::min(significant / slot_bits, top);
+    const unsigned level = at.level;
     const unsigned shift = slot_bits * level;
-    // The slot of the fire tick comes due at the fire tick with the level's digits cleared.
-    const tick_type start = (fire >> shift) << shift;
-    const unsigned index = static_cast<unsigned>(fire >> shift) % slots;
+    const tick_type start = at.start;
+    const unsigned index = at.index;
     const unsigned slot = level * slots + index;
     link_back(list_of(slot, shift, fire, start, deadline), entry.link_);
     // The stores below are conditional: an arm into a busy wheel finds the bit set and the
@@ -154,16 +165,22 @@ inline void wheel::arm(wheel_entry& entry, tick_type deadline, tick_type slack) 
         entry.unlink();
     }
     entry.deadline_ = deadline;
-    std::uint64_t meta = 0;
+    std::uint64_t meta = std::uint64_t{staged_slot} << wheel_entry::slot_shift;
     if (slack != 0) {
-        meta = std::min<tick_type>(slack, std::numeric_limits<std::uint32_t>::max());
+        meta |= std::min<tick_type>(slack, std::numeric_limits<std::uint32_t>::max());
         // The coarsest granularity 256^k with 256^k - 1 <= slack.
         const tick_type accepted = slack == no_tick ? slack : slack + 1;
         const unsigned bits = 63 - static_cast<unsigned>(std::countl_zero(accepted));
         meta |= std::uint64_t{std::min(bits / slot_bits, levels_ - 1)}
                 << wheel_entry::slack_level_shift;
     }
-    file(entry, meta);
+    // Staged: behind the last entry armed, which is in cache. The entry is filed into its
+    // slot with the others of its batch (file_staged()).
+    link_back(staged_, entry.link_);
+    entry.meta_ = meta;
+    if (++staged_count_ == stage_batch) {
+        file_staged();
+    }
 }
 
 inline bool wheel::move(wheel_entry& entry, tick_type deadline) noexcept {
@@ -178,8 +195,8 @@ inline bool wheel::move(wheel_entry& entry, tick_type deadline) noexcept {
     }
     entry.deadline_ = deadline;
     const unsigned slot = entry.slot();
-    if (slot == run_queue_slot) {
-        return true; // the run queue re-files entries that are not yet due
+    if (slot >= staged_slot) {
+        return true; // staged or due: filed by the deadline it has when the wheel gets to it
     }
     if (deadline <= now_ || slot_start(slot / slots, slot % slots) > entry.fire_tick()) {
         entry.unlink();
@@ -197,14 +214,19 @@ inline bool wheel::cancel(wheel_entry& entry) noexcept {
 }
 
 template <typename Handler>
-std::size_t wheel::advance(tick_type now, std::size_t budget, Handler&& handler) {
+inline std::size_t wheel::advance(tick_type now, std::size_t budget, Handler&& handler) {
     if (budget == 0) {
         throw_bad_budget();
     }
-    if (now < horizon_ && run_queue_.next_ == &run_queue_) {
+    if (now < horizon_ && run_queue_.next_ == &run_queue_ && staged_count_ == 0) {
         now_ = std::max(now_, now); // no slot starts by `now`: nothing to do
         return 0;
     }
+    return advance_due(now, budget, handler);
+}
+
+template <typename Handler>
+std::size_t wheel::advance_due(tick_type now, std::size_t budget, Handler& handler) {
     assert(!advancing_ && "wheel::advance called from an expiry handler");
     struct advancing_guard {
         bool& flag;
@@ -217,7 +239,13 @@ std::size_t wheel::advance(tick_type now, std::size_t budget, Handler&& handler)
 
     std::size_t fired = 0;
     for (;;) {
-        while (run_queue_.next_ != &run_queue_) {
+        for (;;) {
+            if (staged_.next_ != &staged_) {
+                file_staged(); // armed by a handler: due ones fire in this call
+            }
+            if (run_queue_.next_ == &run_queue_) {
+                break;
+            }
             if (fired == budget) {
                 return fired;
             }
@@ -310,6 +338,7 @@ std::size_t wheel::drain(Handler&& handler) {
             head.next_ = head.prev_ = &head;
         }
     };
+    file_staged(); // so that due entries come first
     take(run_queue_);
     for (unsigned level = 0; level < levels_; ++level) {
         for (unsigned index = 0; index < slots; ++index) {

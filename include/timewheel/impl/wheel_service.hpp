@@ -117,32 +117,40 @@ inline std::size_t wheel_service::expires_at(implementation_type& impl,
 }
 
 template <typename Handler, typename IoExecutor>
-void wheel_service::async_wait(implementation_type& impl, Handler& handler,
-                               const IoExecutor& io_ex) {
-    namespace net = boost::asio;
-    constexpr net::cancellation_type_t accepted = net::cancellation_type::terminal |
-                                                  net::cancellation_type::partial |
-                                                  net::cancellation_type::total;
-    auto slot = net::get_associated_cancellation_slot(handler);
+inline void wheel_service::async_wait(implementation_type& impl, Handler& handler,
+                                      const IoExecutor& io_ex) {
     if constexpr (detail::fits_inline<Handler>) {
         // The first wait of the timer, in the timer. Only when no wait is pending, so that
         // the inline wait is always the oldest (waits complete in FIFO order).
         if (!impl.has_waits() && detail::completes_natively(handler, io_ex, impl)) {
-            impl.install_cancellation(slot, &wheel_service::cancel_inline_wait, this, accepted);
-            try {
+            auto slot = boost::asio::get_associated_cancellation_slot(handler);
+            if (slot.is_connected()) {
+                impl.install_cancellation(slot, &wheel_service::cancel_inline_wait, this,
+                                          accepted_cancellation);
+                try {
+                    arm_for_wait(impl);
+                } catch (...) {
+                    impl.detach_cancellation(); // its slot handler stays behind, inert
+                    throw;
+                }
+            } else {
                 arm_for_wait(impl);
-            } catch (...) {
-                impl.detach_cancellation(); // its slot handler stays behind, inert
-                throw;
             }
             ::new (static_cast<void*>(impl.handler_.bytes_)) Handler(std::move(handler));
             impl.handler_.fn_ = &detail::inline_wait_act<Handler>;
             return;
         }
     }
+    async_wait_queued(impl, handler, io_ex);
+}
+
+template <typename Handler, typename IoExecutor>
+void wheel_service::async_wait_queued(implementation_type& impl, Handler& handler,
+                                      const IoExecutor& io_ex) {
+    auto slot = boost::asio::get_associated_cancellation_slot(handler);
     detail::wait_op_base* op = detail::make_async_op<detail::wait_op_base>(handler, io_ex);
     try {
-        op->install_cancellation(slot, &wheel_service::cancel_wait, this, accepted);
+        op->install_cancellation(slot, &wheel_service::cancel_wait, this, accepted_cancellation);
         add_wait(impl, op);
     } catch (...) {
         op->destroy_unqueued(); // its slot handler, if any, stays behind, inert
