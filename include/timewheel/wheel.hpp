@@ -201,9 +201,10 @@ struct wheel_options {
  * tick.
  *
  * @par Complexity
- * arm(), move(), cancel(): O(1), no allocation. next_expiry(): O(levels). advance(): O(1)
- * per entry fired or re-filed plus O(levels) per occupied slot visited, whatever the
- * distance @c now jumps.
+ * arm(), move(), cancel(): O(1), no allocation (an arm is staged, and filed with up to 15
+ * others: see the design notes in wheel.hpp). next_expiry(): O(levels), plus the up to 16
+ * arms not yet filed. advance(): O(1) per entry fired or re-filed plus O(levels) per
+ * occupied slot visited, whatever the distance @c now jumps.
  *
  * @par Thread Safety
  * @e Distinct @e objects: Safe.@n
