@@ -21,6 +21,15 @@ inline constexpr tick_type granularity(unsigned level) noexcept {
     return tick_type{1} << (wheel_slot_bits * level);
 }
 
+// The tick at which an entry with this deadline and slack level fires: the deadline rounded
+// up to a multiple of 256^slack_level, or the deadline itself if rounding up would pass the
+// largest tick (there is nothing to round up to: it fires exactly).
+inline constexpr tick_type fire_tick(tick_type deadline, unsigned slack_level) noexcept {
+    const tick_type mask = granularity(slack_level) - 1;
+    const tick_type up = deadline + mask;
+    return up < deadline ? deadline : up & ~mask;
+}
+
 } // namespace detail
 
 inline wheel_entry::wheel_entry(wheel_entry&& other) noexcept
@@ -52,10 +61,7 @@ inline wheel_entry& wheel_entry::operator=(wheel_entry&& other) noexcept {
 }
 
 inline tick_type wheel_entry::fire_tick() const noexcept {
-    const tick_type mask = detail::granularity(slack_level()) - 1;
-    const tick_type up = deadline_ + mask;
-    // Past the largest tick there is nothing to round up to: fire exactly.
-    return up < deadline_ ? deadline_ : up & ~mask;
+    return detail::fire_tick(deadline_, slack_level());
 }
 
 inline wheel_entry& wheel::entry_of(link* node) noexcept {
@@ -120,19 +126,11 @@ inline void wheel::file(wheel_entry& entry, std::uint64_t meta) noexcept {
         entry.meta_ = meta | std::uint64_t{run_queue_slot} << wheel_entry::slot_shift;
         return;
     }
-    const unsigned slack_level = static_cast<std::uint8_t>(meta >> wheel_entry::slack_level_shift);
-    const tick_type mask = detail::granularity(slack_level) - 1;
-    const tick_type up = deadline + mask;
-    // Past the largest tick there is nothing to round up to: fire exactly.
-    const tick_type fire = up < deadline ? deadline : up & ~mask;
+    const tick_type fire = detail::fire_tick(
+        deadline, static_cast<std::uint8_t>(meta >> wheel_entry::slack_level_shift));
     const slot_ref at = place(fire);
-    const unsigned top = levels_ - 1;
-    const unsigned level = at.level;
-    const unsigned shift = slot_bits * level;
-    const tick_type start = at.start;
-    const unsigned index = at.index;
-    const unsigned slot = level * slots + index;
-    link_back(list_of(slot, shift, fire, start, deadline), entry.link_);
+    const unsigned slot = at.level * slots + at.index;
+    link_back(list_of(slot, slot_bits * at.level, fire, at.start, deadline), entry.link_);
     // The stores below are conditional: an arm into a busy wheel finds the bit set and the
     // horizon lower, and each store it skips frees a store-buffer entry.
     std::uint64_t& word = occupied_[slot / 64];
@@ -142,11 +140,11 @@ inline void wheel::file(wheel_entry& entry, std::uint64_t meta) noexcept {
     }
     entry.meta_ = meta | std::uint64_t{slot} << wheel_entry::slot_shift;
     // A top-level slot holds entries of any rotation: it comes due at the earliest.
-    if (level == top && start < top_start_[index]) {
-        top_start_[index] = start;
+    if (at.level == levels_ - 1 && at.start < top_start_[at.index]) {
+        top_start_[at.index] = at.start;
     }
-    if (start < horizon_) {
-        horizon_ = start;
+    if (at.start < horizon_) {
+        horizon_ = at.start;
     }
 }
 

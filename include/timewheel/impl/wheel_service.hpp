@@ -8,7 +8,6 @@
 #define TIMEWHEEL_IMPL_WHEEL_SERVICE_HPP
 
 #include <boost/asio/associated_cancellation_slot.hpp>
-#include <boost/asio/cancellation_type.hpp>
 
 namespace timewheel {
 
@@ -124,17 +123,13 @@ inline void wheel_service::async_wait(implementation_type& impl, Handler& handle
         // the inline wait is always the oldest (waits complete in FIFO order).
         if (!impl.has_waits() && detail::completes_natively(handler, io_ex, impl)) {
             auto slot = boost::asio::get_associated_cancellation_slot(handler);
-            if (slot.is_connected()) {
-                impl.install_cancellation(slot, &wheel_service::cancel_inline_wait, this,
-                                          accepted_cancellation);
-                try {
-                    arm_for_wait(impl);
-                } catch (...) {
-                    impl.detach_cancellation(); // its slot handler stays behind, inert
-                    throw;
-                }
-            } else {
+            impl.install_cancellation(slot, &wheel_service::cancel_inline_wait, this,
+                                      accepted_cancellation);
+            try {
                 arm_for_wait(impl);
+            } catch (...) {
+                impl.detach_cancellation(); // its slot handler stays behind, inert
+                throw;
             }
             ::new (static_cast<void*>(impl.handler_.bytes_)) Handler(std::move(handler));
             impl.handler_.fn_ = &detail::inline_wait_act<Handler>;
