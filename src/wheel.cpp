@@ -50,7 +50,7 @@ void wheel::file_staged() noexcept {
     // one's next is still the head, where the walk ends.
     link* node = staged_.next_;
     staged_.next_ = staged_.prev_ = &staged_;
-    staged_count_ = 0;
+    staged_room_ = stage_batch;
     while (node != &staged_) {
         link* const next = node->next_;
         wheel_entry& entry = entry_of(node);

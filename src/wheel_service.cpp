@@ -128,7 +128,27 @@ void wheel_service::throw_negative_slack() {
     throw std::invalid_argument("timewheel::wheel_service::arm: slack must not be negative");
 }
 
-bool wheel_service::settle_tick(time_point expiry, tick_type& tick) {
+void wheel_service::arm_settling(detail::service_entry& entry, time_point expiry, tick_type tick,
+                                 duration slack) {
+    // Read the clock only when the expiry may have passed, or when the wheel is idle.
+    bool due_now = false;
+    if (tick <= wheel_->now() + 1 || driver_state_ == driver_state::idle) {
+        if (const std::optional<tick_type> passed = settle_tick(expiry)) {
+            tick = *passed;
+            due_now = true;
+        }
+    }
+    if (!entry.armed()) {
+        ++armed_;
+    }
+    wheel_->arm(entry, tick, slack == duration::zero() ? 0 : slack_ticks(slack));
+    if (driver_state_ == driver_state::idle ||
+        (driver_state_ == driver_state::waiting && tick < driver_tick_)) {
+        update_driver(due_now);
+    }
+}
+
+std::optional<tick_type> wheel_service::settle_tick(time_point expiry) {
     const time_point now = clock_type::now();
     if (driver_state_ == driver_state::idle && !shut_down_ && wheel_->empty()) {
         // An idle wheel's time stands still: bring it up to date (nothing can fire), so that
@@ -136,12 +156,11 @@ bool wheel_service::settle_tick(time_point expiry, tick_type& tick) {
         wheel_->advance(floor_tick(now), [](wheel_entry&) {});
     }
     if (expiry > now) {
-        return false;
+        return std::nullopt;
     }
     // Passed: due now. The tick that began at or before the expiry is due at the current
     // tick, and keeps the entry in expiry order with the others that are due.
-    tick = floor_tick(expiry);
-    return true;
+    return floor_tick(expiry);
 }
 
 tick_type wheel_service::slack_ticks(duration slack) const noexcept {
@@ -250,8 +269,24 @@ void wheel_service::update_driver(bool due_now) {
     start_driver(*next);
 }
 
+void wheel_service::set_driver_state(driver_state state) noexcept {
+    driver_state_ = state;
+    switch (state) {
+    case driver_state::idle:
+        update_below_ = std::numeric_limits<tick_type>::max();
+        break;
+    case driver_state::waiting:
+        update_below_ = driver_tick_;
+        break;
+    case driver_state::running:
+    case driver_state::posted:
+        update_below_ = 0;
+        break;
+    }
+}
+
 void wheel_service::post_continuation() noexcept {
-    driver_state_ = driver_state::posted;
+    set_driver_state(driver_state::posted);
     scheduler_.post_immediate_completion(&continuation_, false);
 }
 
@@ -273,7 +308,7 @@ void wheel_service::start_driver(tick_type tick) {
     }
     pending_driver_ = op;
     driver_tick_ = tick;
-    driver_state_ = driver_state::waiting;
+    set_driver_state(driver_state::waiting);
     reactor_.schedule_timer(timer_queue_, to_time(tick), timer_data_, op);
     while (net::detail::scheduler_operation* o = old.front()) {
         old.pop();
@@ -285,7 +320,7 @@ void wheel_service::start_driver(tick_type tick) {
 }
 
 void wheel_service::stop_driver(bool work_held) noexcept {
-    driver_state_ = driver_state::idle;
+    set_driver_state(driver_state::idle);
     driver_op* pending = std::exchange(pending_driver_, nullptr);
     if (pending == nullptr) {
         reactor_.cancel_timer(timer_queue_, timer_data_);
@@ -326,7 +361,7 @@ void wheel_service::wake(void* owner) {
 void wheel_service::run_due() {
     detail::thread_check::scope check(thread_check_);
     ++wakeups_;
-    driver_state_ = driver_state::running;
+    set_driver_state(driver_state::running);
     struct finish_guard {
         wheel_service* self;
         int exceptions = std::uncaught_exceptions();
@@ -344,7 +379,7 @@ void wheel_service::finish_run(bool unwinding) {
     // The waits this run expired are queued before anything the re-arm below may queue (a
     // continuation), so that they complete before later ones; the first runs inline.
     completed_.flush(!unwinding); // if a callback threw, all complete on their own
-    driver_state_ = driver_state::idle;
+    set_driver_state(driver_state::idle);
     if (shut_down_) {
         return;
     }
@@ -584,7 +619,7 @@ void wheel_service::shutdown() {
         --armed_;
         static_cast<detail::service_entry&>(entry).notify(*this, detail::entry_event::shutdown);
     });
-    driver_state_ = driver_state::idle;
+    set_driver_state(driver_state::idle);
 }
 
 } // namespace timewheel

@@ -268,6 +268,51 @@ BOOST_AUTO_TEST_CASE(cancelling_the_earliest_timer_does_not_stop_the_others) {
     BOOST_TEST(s.size() == 0u);
 }
 
+// An arm earlier than every pending one must move the driver, in each state the driver can
+// be in when it comes: waiting (behind 40 later arms, so a staged batch was filed first),
+// running the wheel (from an expiry callback), and idle (the wheel's first arm). The later
+// waits are 10 s away and each earlier one 20 ms: the bound of 5 s holds on a loaded
+// machine, and fails if any of them waited for the driver's old time.
+BOOST_AUTO_TEST_CASE(an_earlier_arm_moves_the_driver_when_it_waits_runs_or_is_idle) {
+    net::io_context io;
+    wheel_service& s = net::use_service<wheel_service>(io);
+    const auto start = clock_type::now();
+    std::deque<wheel_timer> later;
+    wheel_timer first(io); // armed while the wheel is idle
+    first.expires_after(10s);
+    first.async_wait([](error_code) {});
+    for (int i = 0; i < 40; ++i) {
+        later.emplace_back(io, 10s).async_wait([](error_code) {});
+    }
+    int fired = 0;
+    clock_type::time_point from_callback_at{};
+    callback_timer from_callback(io, [&] {
+        from_callback_at = clock_type::now();
+        first.cancel();
+        for (wheel_timer& t : later) {
+            t.cancel();
+        }
+    });
+    wheel_timer earlier(io, 20ms); // armed while the driver waits for 10 s
+    clock_type::time_point earlier_at{};
+    callback_timer arming(io, [&] {
+        ++fired;
+        from_callback.expires_after(20ms); // armed while the driver runs the wheel
+    });
+    earlier.async_wait([&](error_code ec) {
+        BOOST_TEST(!ec);
+        earlier_at = clock_type::now();
+        arming.expires_after(1ms);
+    });
+    BOOST_TEST(s.size() == 42u);
+    run(io);
+    BOOST_TEST(fired == 1);
+    BOOST_TEST((earlier_at >= earlier.expiry()));
+    BOOST_TEST((from_callback_at >= earlier_at + 20ms), "never early");
+    BOOST_TEST((from_callback_at - start < 5s), "the driver kept waiting for the later timers");
+    BOOST_TEST(s.size() == 0u);
+}
+
 // --- The budget --------------------------------------------------------------------------
 
 BOOST_AUTO_TEST_CASE(a_budget_lets_other_handlers_run_between_batches) {

@@ -355,7 +355,8 @@ private:
     bool advancing_ = false;
     link run_queue_; // due entries, in firing order
     // Bits may be stale (set over an empty slot) after an armed entry was cancelled or
-    // destroyed; next_slot() clears them when it meets them.
+    // destroyed; next_slot() clears them when it meets them. A bit is never clear over a
+    // non-empty list: file() relies on it, and sets the bit only when it starts a list.
     // Indexed by slot number (level * slots + index) / 64.
     mutable std::array<std::uint64_t, used_levels * words> occupied_{};
     // Per top-level slot, the earliest start (fire tick with the lower digits cleared) of
@@ -366,8 +367,10 @@ private:
     // The lists of the slots above level 0, indexed by slot number - slots.
     std::array<std::array<link, lists>, (used_levels - 1) * slots> upper_;
     // Last, so that the lists above keep their alignment.
-    link staged_;               // armed and not yet filed, in arm order
-    unsigned staged_count_ = 0; // arms since the last file_staged() (cancels not deducted)
+    link staged_; // armed and not yet filed, in arm order
+    // Arms left before the next file_staged() (cancels not counted back). A countdown, so
+    // that arm() tests it with the decrement's own flags.
+    unsigned staged_room_ = stage_batch;
 };
 
 } // namespace timewheel

@@ -56,6 +56,7 @@
 #include <chrono>
 #include <cstddef>
 #include <cstdint>
+#include <limits>
 #include <optional>
 
 namespace timewheel {
@@ -269,11 +270,15 @@ private:
         boost::asio::cancellation_type::terminal | boost::asio::cancellation_type::partial |
         boost::asio::cancellation_type::total;
 
-    // A wait whose handler is not kept in the timer: an operation allocated with the
-    // handler's allocator. Out of the inline path, which every arm of a small handler takes.
+    // Every wait async_wait() does not complete itself: an inline wait with a slack, a
+    // cancellation slot, an expiry due now or earlier than the driver's; or a queued one.
     template <typename Handler, typename IoExecutor>
-    TIMEWHEEL_NOINLINE void async_wait_queued(implementation_type& impl, Handler& handler,
-                                              const IoExecutor& io_ex);
+    TIMEWHEEL_NOINLINE void async_wait_general(implementation_type& impl, Handler handler,
+                                               const IoExecutor& io_ex);
+    // A wait whose handler is not kept in the timer: an operation allocated with the
+    // handler's allocator.
+    template <typename Handler, typename IoExecutor>
+    void async_wait_queued(implementation_type& impl, Handler& handler, const IoExecutor& io_ex);
     void add_wait(implementation_type& impl, detail::wait_op_base* op);
     TIMEWHEEL_ALWAYS_INLINE void arm_for_wait(implementation_type& impl);
     std::size_t abort_waits(implementation_type& impl, std::size_t max) noexcept;
@@ -328,9 +333,17 @@ private:
     };
 
     [[noreturn]] static void throw_negative_slack();
-    bool settle_tick(time_point expiry, tick_type& tick);
+    // The tick an expiry that has just passed is due at (its floor), or none when it has
+    // not passed. Returned rather than written through a reference, so that arm() keeps
+    // the tick in a register.
+    std::optional<tick_type> settle_tick(time_point expiry);
     tick_type floor_tick(time_point t) const noexcept;
     void update_driver(bool due_now = false);
+    void set_driver_state(driver_state state) noexcept;
+    // Whether an arm at `tick` needs neither the clock nor the driver (see update_below_).
+    bool plain_arm(tick_type tick) const noexcept;
+    TIMEWHEEL_NOINLINE void arm_settling(detail::service_entry& entry, time_point expiry,
+                                         tick_type tick, duration slack);
     void post_continuation() noexcept;
     void start_driver(tick_type tick);
     void stop_driver(bool work_held = false) noexcept;
@@ -359,6 +372,11 @@ private:
     std::optional<wheel> wheel_;
     driver_state driver_state_ = driver_state::idle;
     tick_type driver_tick_ = 0;
+    // An arm of a tick below this one may need update_driver(): every tick while the driver
+    // is idle, those before driver_tick_ while it waits, none while it runs or is posted
+    // (the run re-arms at its end). Kept by set_driver_state(), so that arm() asks one
+    // question of the driver instead of three.
+    tick_type update_below_ = std::numeric_limits<tick_type>::max();
     std::size_t armed_ = 0;
     std::uint64_t wakeups_ = 0;
     bool shut_down_ = false;

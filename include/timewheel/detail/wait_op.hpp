@@ -263,6 +263,13 @@ struct timer_impl : service_entry, timer_hot, inline_wait {
 
     bool has_waits() const noexcept { return pending() || (tail_bits_ & ~low_mask) != 0; }
 
+    /// Whether the timer has no wait and no slack, is not armed, and its I/O executor was
+    /// found native: what wheel_service::async_wait() completes without a call.
+    bool plain_and_idle() const noexcept {
+        return !pending() && tail_bits_ == static_cast<std::uintptr_t>(io_executor::native) &&
+               !armed();
+    }
+
     wait_op_base* queued_front() const noexcept {
         wait_op_base* tail = queued_tail();
         return tail != nullptr ? next_of(tail) : nullptr;
@@ -345,16 +352,24 @@ private:
     std::chrono::steady_clock::duration slack_{}; // valid while slack_bit is set
 };
 
+/// Examines the timer's I/O executor at its first wait: whether Asio's handler_work would
+/// own work on it. Out of line: every later wait reads the answer from timer_impl::io().
+template <typename Handler, typename IoExecutor>
+TIMEWHEEL_NOINLINE void examine_io_executor(const IoExecutor& io_ex, timer_impl& impl) noexcept {
+    typename net::detail::handler_work<Handler, IoExecutor>::base1_type base1(0, 0, io_ex);
+    impl.set_io(base1.owns_work() ? timer_impl::io_executor::tracked
+                                  : timer_impl::io_executor::native);
+}
+
 /// Whether Asio's handler_work for this handler and the timer's I/O executor would own no
 /// work, and so call the handler directly on completion: the condition for keeping it
 /// inline. The executor's part is examined at the timer's first wait only (timer_impl::io()).
 template <typename Handler, typename IoExecutor>
-bool completes_natively(Handler& handler, const IoExecutor& io_ex, timer_impl& impl) noexcept {
+TIMEWHEEL_ALWAYS_INLINE inline bool completes_natively(Handler& handler, const IoExecutor& io_ex,
+                                                       timer_impl& impl) noexcept {
     using work = net::detail::handler_work<Handler, IoExecutor>;
     if (impl.io() == timer_impl::io_executor::unknown) {
-        typename work::base1_type base1(0, 0, io_ex);
-        impl.set_io(base1.owns_work() ? timer_impl::io_executor::tracked
-                                      : timer_impl::io_executor::native);
+        examine_io_executor<Handler>(io_ex, impl);
     }
     if (impl.io() != timer_impl::io_executor::native) {
         return false;

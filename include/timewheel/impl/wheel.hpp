@@ -126,17 +126,24 @@ inline void wheel::file(wheel_entry& entry, std::uint64_t meta) noexcept {
         entry.meta_ = meta | std::uint64_t{run_queue_slot} << wheel_entry::slot_shift;
         return;
     }
-    const tick_type fire = detail::fire_tick(
-        deadline, static_cast<std::uint8_t>(meta >> wheel_entry::slack_level_shift));
+    // Most entries have no slack: the rounding below is a dozen instructions they skip.
+    tick_type fire = deadline;
+    if (const auto slack_level = static_cast<std::uint8_t>(meta >> wheel_entry::slack_level_shift);
+        slack_level != 0) {
+        fire = detail::fire_tick(deadline, slack_level);
+    }
     const slot_ref at = place(fire);
     const unsigned slot = at.level * slots + at.index;
-    link_back(list_of(slot, slot_bits * at.level, fire, at.start, deadline), entry.link_);
-    // The stores below are conditional: an arm into a busy wheel finds the bit set and the
-    // horizon lower, and each store it skips frees a store-buffer entry.
-    std::uint64_t& word = occupied_[slot / 64];
-    const std::uint64_t bit = std::uint64_t{1} << (slot % 64);
-    if ((word & bit) == 0) {
-        word |= bit;
+    link& list = list_of(slot, slot_bits * at.level, fire, at.start, deadline);
+    // A slot's bit is clear only while all its lists are empty (a slot that comes due is
+    // emptied as its bit is cleared), so only an entry that starts a list can find it clear.
+    // Testing the list, whose tail link_back() reads anyway, spares the others the bit's
+    // arithmetic; the stores below are conditional for the same reason, and each store
+    // skipped frees a store-buffer entry.
+    const bool starts_list = list.prev_ == &list;
+    link_back(list, entry.link_);
+    if (starts_list) {
+        occupied_[slot / 64] |= std::uint64_t{1} << (slot % 64);
     }
     entry.meta_ = meta | std::uint64_t{slot} << wheel_entry::slot_shift;
     // A top-level slot holds entries of any rotation: it comes due at the earliest.
@@ -176,7 +183,7 @@ inline void wheel::arm(wheel_entry& entry, tick_type deadline, tick_type slack) 
     // slot with the others of its batch (file_staged()).
     link_back(staged_, entry.link_);
     entry.meta_ = meta;
-    if (++staged_count_ == stage_batch) {
+    if (--staged_room_ == 0) {
         file_staged();
     }
 }
@@ -216,7 +223,7 @@ inline std::size_t wheel::advance(tick_type now, std::size_t budget, Handler&& h
     if (budget == 0) {
         throw_bad_budget();
     }
-    if (now < horizon_ && run_queue_.next_ == &run_queue_ && staged_count_ == 0) {
+    if (now < horizon_ && run_queue_.next_ == &run_queue_ && staged_room_ == stage_batch) {
         now_ = std::max(now_, now); // no slot starts by `now`: nothing to do
         return 0;
     }

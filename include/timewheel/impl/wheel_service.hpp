@@ -20,26 +20,27 @@ inline tick_type wheel_service::to_tick(time_point t) const noexcept {
     return static_cast<tick_type>(since / tick_ns_ + (since % tick_ns_ != 0));
 }
 
+inline bool wheel_service::plain_arm(tick_type tick) const noexcept {
+    // Rounding up to a tick would make an expiry that has just passed wait for the next
+    // tick, and an expiry earlier than the driver's wait needs the driver moved: both are
+    // rare, and arm_settling() handles them.
+    return tick > wheel_->now() + 1 && tick >= update_below_;
+}
+
 inline void wheel_service::arm(detail::service_entry& entry, time_point expiry, duration slack) {
     detail::thread_check::scope check(thread_check_);
     if (slack < duration::zero()) {
         throw_negative_slack();
     }
-    tick_type tick = to_tick(expiry);
-    // Rounding up to a tick would make an expiry that has just passed wait for the next
-    // tick; read the clock only when that can be the case, or when the wheel is idle.
-    bool due_now = false;
-    if (tick <= wheel_->now() + 1 || driver_state_ == driver_state::idle) {
-        due_now = settle_tick(expiry, tick);
+    const tick_type tick = to_tick(expiry);
+    if (!plain_arm(tick)) {
+        arm_settling(entry, expiry, tick, slack);
+        return;
     }
     if (!entry.armed()) {
         ++armed_;
     }
     wheel_->arm(entry, tick, slack == duration::zero() ? 0 : slack_ticks(slack));
-    if (driver_state_ == driver_state::idle ||
-        (driver_state_ == driver_state::waiting && tick < driver_tick_)) {
-        update_driver(due_now);
-    }
 }
 
 inline bool wheel_service::reschedule(detail::service_entry& entry, time_point expiry) {
@@ -118,6 +119,33 @@ inline std::size_t wheel_service::expires_at(implementation_type& impl,
 template <typename Handler, typename IoExecutor>
 inline void wheel_service::async_wait(implementation_type& impl, Handler& handler,
                                       const IoExecutor& io_ex) {
+    if constexpr (detail::fits_inline<Handler>) {
+        // The usual wait, whole: a timer with no wait, no slack and a native executor, a
+        // handler with no cancellation slot, an expiry after the next tick that needs no new
+        // driver wait. Its one call (the batch filing, in wheel::arm) comes last, so that
+        // the caller keeps nothing in registers across a call: at a million cold timers each
+        // instruction of an arm counts (see wheel::file()).
+        if (impl.plain_and_idle() && detail::completes_natively(handler, io_ex, impl) &&
+            !boost::asio::get_associated_cancellation_slot(handler).is_connected()) {
+            detail::thread_check::scope check(thread_check_);
+            const tick_type tick = to_tick(impl.expiry);
+            if (plain_arm(tick)) {
+                ::new (static_cast<void*>(impl.handler_.bytes_)) Handler(std::move(handler));
+                impl.handler_.fn_ = &detail::inline_wait_act<Handler>;
+                ++armed_;
+                wheel_->arm(impl, tick, 0);
+                return;
+            }
+        }
+    }
+    // By value: a handler of one pointer then travels in a register, and the inline path
+    // above keeps it out of memory.
+    async_wait_general<Handler>(impl, std::move(handler), io_ex);
+}
+
+template <typename Handler, typename IoExecutor>
+void wheel_service::async_wait_general(implementation_type& impl, Handler handler,
+                                       const IoExecutor& io_ex) {
     if constexpr (detail::fits_inline<Handler>) {
         // The first wait of the timer, in the timer. Only when no wait is pending, so that
         // the inline wait is always the oldest (waits complete in FIFO order).
