@@ -138,10 +138,7 @@ void wheel_service::arm_settling(detail::service_entry& entry, time_point expiry
             due_now = true;
         }
     }
-    if (!entry.armed()) {
-        ++armed_;
-    }
-    wheel_->arm(entry, tick, slack == duration::zero() ? 0 : slack_ticks(slack));
+    arm_at(entry, tick, slack);
     if (driver_state_ == driver_state::idle ||
         (driver_state_ == driver_state::waiting && tick < driver_tick_)) {
         update_driver(due_now);

@@ -342,6 +342,9 @@ private:
     void set_driver_state(driver_state state) noexcept;
     // Whether an arm at `tick` needs neither the clock nor the driver (see update_below_).
     bool plain_arm(tick_type tick) const noexcept;
+    // Counts the entry if it was not armed, and arms it at `tick` (the part of an arm after
+    // the tick is settled, shared by arm() and arm_settling()).
+    void arm_at(detail::service_entry& entry, tick_type tick, duration slack);
     TIMEWHEEL_NOINLINE void arm_settling(detail::service_entry& entry, time_point expiry,
                                          tick_type tick, duration slack);
     void post_continuation() noexcept;

@@ -37,6 +37,10 @@ inline void wheel_service::arm(detail::service_entry& entry, time_point expiry, 
         arm_settling(entry, expiry, tick, slack);
         return;
     }
+    arm_at(entry, tick, slack);
+}
+
+inline void wheel_service::arm_at(detail::service_entry& entry, tick_type tick, duration slack) {
     if (!entry.armed()) {
         ++armed_;
     }
