@@ -46,12 +46,16 @@ void wheel::throw_bad_budget() {
 }
 
 void wheel::file_staged() noexcept {
-    // Detached whole, then walked in arm order: filing relinks each entry, and the last
-    // one's next is still the head, where the walk ends.
-    link* node = staged_.next_;
-    staged_.next_ = staged_.prev_ = &staged_;
     staged_room_ = stage_batch;
-    while (node != &staged_) {
+    refile(staged_);
+}
+
+void wheel::refile(link& head) noexcept {
+    // Detached whole, then walked in order: filing relinks each entry (perhaps into this
+    // very list), and the last one's next is still the head, where the walk ends.
+    link* node = head.next_;
+    head.next_ = head.prev_ = &head;
+    while (node != &head) {
         link* const next = node->next_;
         wheel_entry& entry = entry_of(node);
         file(entry, entry.meta_ & ~wheel_entry::slot_mask);

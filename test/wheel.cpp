@@ -959,6 +959,36 @@ BOOST_AUTO_TEST_CASE(fifo_holds_for_entries_armed_while_a_slot_cascades) {
         BOOST_TEST(w.advance(200, r) == 3u);
         BOOST_TEST(r.log == (shots{{1, 64}, {2, 64}, {3, 100}, {4, 100}}));
     }
+    {
+        // A one-level wheel: its level 0 is the top level, so the slot that comes due for x
+        // also holds a, armed for the same slot one rotation later.
+        tw::wheel w(0, with_levels(1));
+        probe x(1), a(2), b(3);
+        w.arm(x, 5);
+        w.arm(a, 5 + 256);
+        shots log;
+        BOOST_TEST(w.advance(600, [&](tw::wheel_entry& e) {
+            log.push_back({id_of(e), w.now()});
+            if (id_of(e) == 1) {
+                w.arm(b, 5 + 256);
+            }
+        }) == 3u);
+        BOOST_TEST(log == (shots{{1, 5}, {2, 261}, {3, 261}}));
+    }
+    {
+        // The same through a budget cut.
+        tw::wheel w(0, with_levels(1));
+        probe x1(1), x2(2), a(3), b(4);
+        w.arm(x1, 5);
+        w.arm(x2, 5);
+        w.arm(a, 5 + 256);
+        recorder r{w};
+        BOOST_TEST(w.advance(600, 1, r) == 1u);
+        BOOST_TEST(w.now() == 5u);
+        w.arm(b, 5 + 256);
+        BOOST_TEST(w.advance(600, r) == 3u);
+        BOOST_TEST(r.log == (shots{{1, 5}, {2, 5}, {3, 261}, {4, 261}}));
+    }
 }
 
 BOOST_AUTO_TEST_CASE(fires_in_order_with_now_equal_to_the_deadline) {

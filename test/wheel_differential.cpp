@@ -13,7 +13,8 @@
 // Environment:
 //   TIMEWHEEL_SEED    seed to replay (default: random, printed)
 //   TIMEWHEEL_OPS     number of operations (default 1,000,000)
-//   TIMEWHEEL_LEVELS  levels of the wheel (default: 2, 3 or 6, chosen by the seed)
+//   TIMEWHEEL_LEVELS  levels of the wheel (default: 2, 3, 6 or 8, chosen by the seed); a
+//                     second case always runs a one-level wheel
 //
 
 #define BOOST_TEST_MODULE wheel_differential
@@ -643,14 +644,8 @@ std::string differential::stats() const {
     return os.str();
 }
 
-} // namespace
-
-BOOST_AUTO_TEST_CASE(differential_against_a_reference_model) {
-    const std::uint64_t seed = env_number("TIMEWHEEL_SEED").value_or(std::random_device{}());
+void run_differential(std::uint64_t seed, unsigned levels) {
     const std::uint64_t ops = env_number("TIMEWHEEL_OPS").value_or(1'000'000);
-    static constexpr std::array<unsigned, 4> level_choices{2, 3, 6, 8};
-    const unsigned levels = static_cast<unsigned>(
-        env_number("TIMEWHEEL_LEVELS").value_or(level_choices[seed % level_choices.size()]));
     std::mt19937_64 start_rng(seed ^ 0x5bd1e995u);
     tick_type start = 0;
     switch (start_rng() % 4) {
@@ -684,4 +679,26 @@ BOOST_AUTO_TEST_CASE(differential_against_a_reference_model) {
         BOOST_TEST(test.fifo_comparisons() > 0u);
         BOOST_TEST(test.cut_advances() > 0u);
     }
+}
+
+std::uint64_t the_seed() {
+    static const std::uint64_t seed = env_number("TIMEWHEEL_SEED").value_or(std::random_device{}());
+    return seed;
+}
+
+} // namespace
+
+BOOST_AUTO_TEST_CASE(differential_against_a_reference_model) {
+    static constexpr std::array<unsigned, 4> level_choices{2, 3, 6, 8};
+    const std::uint64_t seed = the_seed();
+    run_differential(
+        seed,
+        static_cast<unsigned>(
+            env_number("TIMEWHEEL_LEVELS").value_or(level_choices[seed % level_choices.size()])));
+}
+
+// A one-level wheel with every seed: its level 0 is its top level, whose slots hold the
+// entries of later rotations too (what the levels above do for the others).
+BOOST_AUTO_TEST_CASE(differential_one_level_wheel) {
+    run_differential(the_seed(), 1);
 }

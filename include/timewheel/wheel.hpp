@@ -338,6 +338,7 @@ private:
     TIMEWHEEL_ALWAYS_INLINE void file(wheel_entry& entry, std::uint64_t meta) noexcept;
     void cascade(unsigned level, unsigned index) noexcept;
     void file_staged() noexcept; // out of line: once per stage_batch arms
+    void refile(link& head) noexcept;
     // advance() once it has work: apart, so that the test for none is inlined alone.
     template <typename Handler>
     std::size_t advance_due(tick_type now, std::size_t budget, Handler& handler);

@@ -274,7 +274,7 @@ std::size_t wheel::advance_due(tick_type now, std::size_t budget, Handler& handl
         if (next->level == levels_ - 1) {
             top_start_[next->index] = no_tick; // what stays for a later rotation sets it again
         }
-        if (next->level == 0) {
+        if (next->level == 0 && levels_ > 1) {
             // One tick's entries, in firing order: they become the run queue (empty here).
             link& slot = level0_[next->index];
             run_queue_.next_ = slot.next_;
@@ -284,7 +284,9 @@ std::size_t wheel::advance_due(tick_type now, std::size_t budget, Handler& handl
             slot.next_ = slot.prev_ = &slot;
         } else {
             // Re-file what is not yet due before any handler runs, so that an entry armed
-            // by a handler for the same tick as a cascading one goes behind it (FIFO).
+            // by a handler for the same tick as a cascading one goes behind it (FIFO). The
+            // level 0 of a one-level wheel is its top level: a slot there holds the entries
+            // of later rotations too.
             cascade(next->level, next->index);
         }
     }
@@ -293,6 +295,10 @@ std::size_t wheel::advance_due(tick_type now, std::size_t budget, Handler& handl
 }
 
 inline void wheel::cascade(unsigned level, unsigned index) noexcept {
+    if (level == 0) {
+        refile(level0_[index]); // one list: nothing to walk side by side
+        return;
+    }
     // The slot's lists are detached, then walked in turn, one entry of each non-empty list
     // per round, so that the loads of the next entries of up to `lists` chains are in flight
     // together: at 1M entries each step of a chain is a cache (and TLB) miss, and one chain
