@@ -63,45 +63,17 @@ void wheel::refile(link& head) noexcept {
     }
 }
 
-bool wheel::slot_empty(unsigned level, unsigned index) const noexcept {
-    if (level == 0) {
-        return level0_[index].next_ == &level0_[index];
-    }
-    for (const link& head : upper_[(level - 1) * slots + index]) {
-        if (head.next_ != &head) {
-            return false;
-        }
-    }
-    return true;
-}
-
-std::optional<wheel::slot_ref> wheel::next_slot() const noexcept {
+std::optional<wheel::slot_ref> wheel::next_upper_slot() const noexcept {
     // Every occupied slot of a level starts before every occupied slot of the levels above:
     // a level-L entry lies in now's current 256^(L+1) block, a level-(L+1) entry beyond it.
     // Below the top level the first occupied slot from now's, in index order, is the
     // earliest; the top level's slots may hold any rotation, so the earliest start wins.
+    // next_slot() has searched level 0 unless it is the top level.
     const unsigned top = levels_ - 1;
-    for (unsigned level = 0; level < top; ++level) {
-        std::uint64_t* const bits = &occupied_[level * words];
-        const unsigned first = static_cast<unsigned>(now_ >> (slot_bits * level)) % slots;
-        for (;;) {
-            // The first set bit at or after `first` (none can be before it).
-            unsigned index = slots;
-            for (unsigned word = first / 64; word < words; ++word) {
-                const std::uint64_t mask =
-                    word == first / 64 ? ~std::uint64_t{0} << (first % 64) : ~std::uint64_t{0};
-                if (const std::uint64_t w = bits[word] & mask) {
-                    index = word * 64 + static_cast<unsigned>(std::countr_zero(w));
-                    break;
-                }
-            }
-            if (index == slots) {
-                break; // the level is empty from now's slot on
-            }
-            if (slot_empty(level, index)) {
-                bits[index / 64] &= ~(std::uint64_t{1} << (index % 64)); // a stale bit
-                continue;
-            }
+    for (unsigned level = 1; level < top; ++level) {
+        const unsigned index =
+            first_occupied(level, static_cast<unsigned>(now_ >> (slot_bits * level)) % slots);
+        if (index != slots) {
             return slot_ref{level, index, slot_start(level, index)};
         }
     }

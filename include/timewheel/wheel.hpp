@@ -343,7 +343,11 @@ private:
     template <typename Handler>
     std::size_t advance_due(tick_type now, std::size_t budget, Handler& handler);
     tick_type slot_start(unsigned level, unsigned index) const noexcept;
+    // The earliest occupied slot. Level 0 is searched inline (it answers most calls: one per
+    // tick that fires), the levels above out of line.
     std::optional<slot_ref> next_slot() const noexcept;
+    std::optional<slot_ref> next_upper_slot() const noexcept;
+    unsigned first_occupied(unsigned level, unsigned first) const noexcept;
     [[noreturn]] static void throw_bad_budget();
 
     tick_type now_;

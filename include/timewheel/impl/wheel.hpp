@@ -165,6 +165,51 @@ inline tick_type wheel::slot_start(unsigned level, unsigned index) const noexcep
     return ((now_ >> span_bits) << span_bits) + (tick_type{index} << shift);
 }
 
+inline bool wheel::slot_empty(unsigned level, unsigned index) const noexcept {
+    if (level == 0) {
+        return level0_[index].next_ == &level0_[index];
+    }
+    for (const link& head : upper_[(level - 1) * slots + index]) {
+        if (head.next_ != &head) {
+            return false;
+        }
+    }
+    return true;
+}
+
+// The first slot of `level` at or after index `first` that holds an entry (slots: none),
+// clearing the stale bits it meets on the way.
+inline unsigned wheel::first_occupied(unsigned level, unsigned first) const noexcept {
+    std::uint64_t* const bits = &occupied_[level * words];
+    for (;;) {
+        unsigned index = slots;
+        for (unsigned word = first / 64; word < words; ++word) {
+            const std::uint64_t mask =
+                word == first / 64 ? ~std::uint64_t{0} << (first % 64) : ~std::uint64_t{0};
+            if (const std::uint64_t w = bits[word] & mask) {
+                index = word * 64 + static_cast<unsigned>(std::countr_zero(w));
+                break;
+            }
+        }
+        if (index == slots || !slot_empty(level, index)) {
+            return index;
+        }
+        bits[index / 64] &= ~(std::uint64_t{1} << (index % 64)); // a stale bit
+    }
+}
+
+inline std::optional<wheel::slot_ref> wheel::next_slot() const noexcept {
+    // An occupied slot of level 0 starts before every slot above it (unless level 0 is the
+    // top level, whose slots may hold any rotation).
+    if (levels_ > 1) {
+        if (const unsigned index = first_occupied(0, static_cast<unsigned>(now_) % slots);
+            index != slots) {
+            return slot_ref{0, index, slot_start(0, index)};
+        }
+    }
+    return next_upper_slot();
+}
+
 inline void wheel::arm(wheel_entry& entry, tick_type deadline, tick_type slack) noexcept {
     if (entry.armed()) {
         entry.unlink();
