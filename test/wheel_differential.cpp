@@ -13,8 +13,8 @@
 // Environment:
 //   TIMEWHEEL_SEED    seed to replay (default: random, printed)
 //   TIMEWHEEL_OPS     number of operations (default 1,000,000)
-//   TIMEWHEEL_LEVELS  levels of the wheel (default: 2, 3, 6 or 8, chosen by the seed); a
-//                     second case always runs a one-level wheel
+//   TIMEWHEEL_LEVELS  levels of the wheel (default: 2, 3, 6 or 8, chosen by the seed); two
+//                     more cases always run a one-level and a two-level wheel
 //
 
 #define BOOST_TEST_MODULE wheel_differential
@@ -701,4 +701,9 @@ BOOST_AUTO_TEST_CASE(differential_against_a_reference_model) {
 // entries of later rotations too (what the levels above do for the others).
 BOOST_AUTO_TEST_CASE(differential_one_level_wheel) {
     run_differential(the_seed(), 1);
+}
+
+// Two levels with every seed: no seed of CI picks them above.
+BOOST_AUTO_TEST_CASE(differential_two_level_wheel) {
+    run_differential(the_seed(), 2);
 }
