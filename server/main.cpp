@@ -17,6 +17,7 @@
 #include <unistd.h>
 
 #include <chrono>
+#include <csignal>
 #include <cstdio>
 #include <exception>
 #include <memory>
@@ -36,6 +37,9 @@ int main(int argc, char** argv) {
         std::fputs(api::help_text().c_str(), stdout);
         return 0;
     }
+    // A write to a closed pipe (the log's reader gone, say) fails with EPIPE like any other
+    // write error, instead of killing the process with SIGPIPE.
+    std::signal(SIGPIPE, SIG_IGN);
     api::logger log(parsed.settings.log_level);
     try {
         api::metrics_registry metrics;

@@ -17,10 +17,13 @@
 #include <boost/asio/as_tuple.hpp>
 #include <boost/asio/dispatch.hpp>
 #include <boost/asio/executor_work_guard.hpp>
+#include <boost/asio/ip/address.hpp>
 #include <boost/asio/this_coro.hpp>
 #include <boost/asio/use_awaitable.hpp>
 #include <boost/json/serialize.hpp>
 
+#include <algorithm>
+#include <cctype>
 #include <charconv>
 #include <chrono>
 #include <optional>
@@ -119,6 +122,25 @@ std::optional<std::string> decode(std::string_view s, bool query) {
             out += ' ';
         } else {
             out += s[i];
+        }
+    }
+    return out;
+}
+
+// An id as one path segment: everything but RFC 3986's unreserved characters
+// percent-encoded, so that "a/b?c" comes back as the one segment "a%2Fb%3Fc".
+std::string encode_segment(std::string_view s) {
+    static constexpr char digits[] = "0123456789ABCDEF";
+    std::string out;
+    out.reserve(s.size());
+    for (const char c : s) {
+        const auto u = static_cast<unsigned char>(c);
+        if (std::isalnum(u) || c == '-' || c == '.' || c == '_' || c == '~') {
+            out += c;
+        } else {
+            out += '%';
+            out += digits[u >> 4];
+            out += digits[u & 15];
         }
     }
     return out;
@@ -237,7 +259,7 @@ net::awaitable<response> submit(api_context& ctx, const request& req) {
         res = co_await task_answer(ctx, id, http::status::ok);
     }
     if (res.result() == http::status::created || res.result() == http::status::ok) {
-        res.set(http::field::location, "/v1/tasks/" + id);
+        res.set(http::field::location, "/v1/tasks/" + encode_segment(id));
     }
     co_return res;
 }
@@ -434,8 +456,134 @@ net::awaitable<void> refresh_oldest_due_age(api_context& ctx) {
     ctx.metrics.oldest_due_age.set(std::chrono::duration<double>(age).count());
 }
 
+// Everything but the probes: a path that routes nowhere needs the token too, so that no
+// spelling of a target can reach a route unchecked.
 bool needs_token(std::string_view path) {
-    return path == "/metrics" || path == "/v1" || path.starts_with("/v1/");
+    return path != "/healthz" && path != "/readyz";
+}
+
+bool iequals(std::string_view a, std::string_view b) {
+    return a.size() == b.size() && std::equal(a.begin(), a.end(), b.begin(), [](char x, char y) {
+               return std::tolower(static_cast<unsigned char>(x)) ==
+                      std::tolower(static_cast<unsigned char>(y));
+           });
+}
+
+std::string_view trim(std::string_view s) {
+    while (!s.empty() && (s.front() == ' ' || s.front() == '\t')) {
+        s.remove_prefix(1);
+    }
+    while (!s.empty() && (s.back() == ' ' || s.back() == '\t')) {
+        s.remove_suffix(1);
+    }
+    return s;
+}
+
+// The host of a Host header ("example.com:8080" -> "example.com", "[::1]:80" -> "::1").
+std::string_view host_of(std::string_view authority) {
+    if (authority.starts_with('[')) {
+        const auto close = authority.find(']');
+        return close == std::string_view::npos ? std::string_view()
+                                               : authority.substr(1, close - 1);
+    }
+    return authority.substr(0, authority.find(':'));
+}
+
+// Whether a request may name this host: an address (which no DNS rebinding can give), this
+// machine's own name for itself, or a name the operator listed. A page that rebinds its own
+// name to 127.0.0.1 still sends that name.
+bool host_allowed(std::string_view authority, const api::settings& cfg) {
+    const auto host = host_of(authority);
+    if (host.empty()) {
+        return false;
+    }
+    boost::system::error_code ec;
+    net::ip::make_address(std::string(host), ec);
+    if (!ec || iequals(host, "localhost")) {
+        return true;
+    }
+    return std::any_of(cfg.allowed_hosts.begin(), cfg.allowed_hosts.end(),
+                       [&](const std::string& h) { return h == "*" || iequals(h, host); });
+}
+
+bool changes_state(http::verb method) {
+    return method != http::verb::get && method != http::verb::head && method != http::verb::options;
+}
+
+// Whether a request that changes state comes from a page the service trusts: browsers send
+// Origin with every such request (and Sec-Fetch-Site with most); a client that is not a
+// browser sends neither. The service's own origin is its Host under either scheme (a TLS
+// proxy may stand in front).
+bool origin_allowed(const request& req, const api::settings& cfg) {
+    const auto origin = req.find(http::field::origin);
+    if (origin == req.end()) {
+        const std::string_view site = req["Sec-Fetch-Site"];
+        return site.empty() || site == "same-origin" || site == "none";
+    }
+    const std::string_view o = origin->value();
+    const std::string_view host = req[http::field::host];
+    for (std::string_view scheme : {"http://", "https://"}) {
+        if (!host.empty() && o.size() == scheme.size() + host.size() &&
+            iequals(o.substr(0, scheme.size()), scheme) && iequals(o.substr(scheme.size()), host)) {
+            return true;
+        }
+    }
+    return std::any_of(cfg.allowed_origins.begin(), cfg.allowed_origins.end(),
+                       [&](const std::string& a) { return iequals(a, o); });
+}
+
+// Whether a body is declared JSON ("application/json", any parameters). A browser's form or
+// text/plain request, which needs no CORS preflight, never is.
+bool is_json(std::string_view content_type) {
+    return iequals(trim(content_type.substr(0, content_type.find(';'))), "application/json");
+}
+
+// The checks every request passes before its route, in this order: a target in origin form,
+// a Host this service answers to, the token, an origin allowed to change state, a JSON body.
+std::optional<routed> refuse(const api_context& ctx, const request& req, std::string_view path) {
+    if (!req.target().starts_with('/')) {
+        // "*", the absolute form and anything else: a proxy's business, not this service's.
+        return routed{error_response(http::status::bad_request, "bad_target",
+                                     "the request target must be a path starting with '/'"),
+                      "rejected"};
+    }
+    const auto host = req.find(http::field::host);
+    if (host == req.end()) {
+        if (req.version() >= 11) {
+            return routed{error_response(http::status::bad_request, "missing_host",
+                                         "HTTP/1.1 requests need a Host header"),
+                          "rejected"};
+        }
+    } else if (!host_allowed(host->value(), ctx.cfg)) {
+        return routed{error_response(http::status::misdirected_request, "unknown_host",
+                                     "this service does not answer to that Host (see "
+                                     "--allowed-hosts)"),
+                      "rejected"};
+    }
+    if (!ctx.cfg.token.empty() && needs_token(path)) {
+        const std::string_view auth = req[http::field::authorization];
+        constexpr std::string_view scheme = "Bearer ";
+        if (!auth.starts_with(scheme) ||
+            !constant_time_equal(auth.substr(scheme.size()), ctx.cfg.token)) {
+            auto res = error_response(http::status::unauthorized, "unauthorized",
+                                      "a valid bearer token is required");
+            res.set(http::field::www_authenticate, "Bearer");
+            return routed{std::move(res), "unauthorized"};
+        }
+    }
+    if (changes_state(req.method()) && !origin_allowed(req, ctx.cfg)) {
+        return routed{error_response(http::status::forbidden, "forbidden_origin",
+                                     "requests that change state are not accepted from this "
+                                     "origin (see --allowed-origins)"),
+                      "rejected"};
+    }
+    if (!req.body().empty() && !is_json(req[http::field::content_type])) {
+        return routed{error_response(http::status::unsupported_media_type, "unsupported_media_type",
+                                     "the body must be JSON (Content-Type: application/json)",
+                                     "Content-Type"),
+                      "rejected"};
+    }
+    return std::nullopt;
 }
 
 } // namespace
@@ -464,16 +612,8 @@ net::awaitable<routed> handle(api_context& ctx, const request& req) {
         qmark == std::string_view::npos ? std::string_view() : target.substr(qmark + 1);
     const auto method = req.method();
 
-    if (!ctx.cfg.token.empty() && needs_token(path)) {
-        const std::string_view auth = req[http::field::authorization];
-        constexpr std::string_view scheme = "Bearer ";
-        if (!auth.starts_with(scheme) ||
-            !constant_time_equal(auth.substr(scheme.size()), ctx.cfg.token)) {
-            auto res = error_response(http::status::unauthorized, "unauthorized",
-                                      "a valid bearer token is required");
-            res.set(http::field::www_authenticate, "Bearer");
-            co_return routed{std::move(res), "unauthorized"};
-        }
+    if (auto refused = refuse(ctx, req, path)) {
+        co_return std::move(*refused);
     }
 
     if (path == "/healthz") {

@@ -34,6 +34,9 @@
 #include <boost/beast/http/read.hpp>
 #include <boost/beast/http/write.hpp>
 
+#include <sys/resource.h>
+
+#include <algorithm>
 #include <atomic>
 #include <csignal>
 #include <fstream>
@@ -53,6 +56,25 @@ using tcp = net::ip::tcp;
 namespace {
 constexpr auto use_tuple = net::as_tuple(net::use_awaitable);
 
+// At most one log line per period for an event that may repeat as fast as the loop turns;
+// the next line says how many were left out.
+class log_limit {
+public:
+    bool allow(std::chrono::steady_clock::time_point now) {
+        if (now < next_) {
+            ++suppressed_;
+            return false;
+        }
+        next_ = now + std::chrono::seconds(10);
+        return true;
+    }
+    std::uint64_t take_suppressed() noexcept { return std::exchange(suppressed_, 0); }
+
+private:
+    std::chrono::steady_clock::time_point next_{};
+    std::uint64_t suppressed_ = 0;
+};
+
 bool iequals(std::string_view a, std::string_view b) {
     return a.size() == b.size() && std::equal(a.begin(), a.end(), b.begin(), [](char x, char y) {
                return std::tolower(static_cast<unsigned char>(x)) ==
@@ -64,9 +86,11 @@ bool iequals(std::string_view a, std::string_view b) {
 class server_impl {
 public:
     // A connection as the shutdown sees it: idle ones are closed, busy ones finish.
+    // At the connection limit, the connection idle the longest makes room for a new one.
     struct connection {
         beast::tcp_stream* stream;
         bool idle = true;
+        std::chrono::steady_clock::time_point idle_since = std::chrono::steady_clock::now();
     };
 
     struct shard {
@@ -85,6 +109,7 @@ public:
         : cfg_(s)
         , metrics_(m)
         , log_(l) {
+        cfg_.max_connections = connection_limit(cfg_);
         // Read once: a Redis host resolved once, a SQLite file opened once and shared.
         store_source source(
             cfg_.store, {.operation_timeout = cfg_.store_timeout, .client_name = "timewheeld-api"});
@@ -105,12 +130,16 @@ public:
         acceptor_->listen(net::socket_base::max_listen_connections);
         port_ = acceptor_->local_endpoint().port();
         shutdown_timer_.emplace(shards_[0]->io);
+        accept_timer_.emplace(shards_[0]->io);
     }
 
     // After a shutdown that timed out, stores still open may hold operations that complete
     // on any shard's io_context (a shared SQLite database finishes its queue when its last
     // store closes): they close while every io_context still exists.
     ~server_impl() {
+        // From here on, coroutines destroyed unfinished (with a store's pending operation or
+        // with their io_context) must not touch the shards, whose members are going.
+        tearing_down_ = true;
         for (auto& sh : shards_) {
             if (!sh->finished && sh->store.close) {
                 sh->store.close();
@@ -175,6 +204,34 @@ public:
     }
 
 private:
+    // The connection limit: the one given, or half of the file descriptor limit (raised to
+    // its hard maximum first) and at most 10000. Half leaves room for the callbacks' own
+    // connections and the store's, so that a flood of clients cannot starve them.
+    static std::size_t connection_limit(const settings& s) {
+        rlimit lim{};
+        if (::getrlimit(RLIMIT_NOFILE, &lim) == 0 && lim.rlim_cur < lim.rlim_max) {
+            rlimit raised = lim;
+            raised.rlim_cur = lim.rlim_max;
+            if (::setrlimit(RLIMIT_NOFILE, &raised) == 0) {
+                lim = raised;
+            }
+        }
+        const std::size_t fds = lim.rlim_cur == RLIM_INFINITY
+                                    ? std::size_t(1) << 20
+                                    : static_cast<std::size_t>(lim.rlim_cur);
+        const std::size_t room = fds > 64 ? fds - 64 : 0;
+        if (s.max_connections == 0) {
+            return std::clamp<std::size_t>(fds / 2, 1, 10000);
+        }
+        if (s.max_connections > room) {
+            throw std::invalid_argument(
+                "--max-connections: " + std::to_string(s.max_connections) +
+                " connections need more file descriptors than the limit of " + std::to_string(fds) +
+                " leaves (at most " + std::to_string(room) + "; raise ulimit -n)");
+        }
+        return s.max_connections;
+    }
+
     static std::string redact(const std::string& url) {
         const auto scheme = url.find("://");
         const auto at = url.rfind('@');
@@ -186,18 +243,65 @@ private:
 
     void accept() {
         auto& target = *shards_[next_++ % shards_.size()];
-        acceptor_->async_accept(
-            target.io, [this, &target](boost::system::error_code ec, tcp::socket socket) {
-                if (ec == net::error::operation_aborted || !acceptor_->is_open()) {
-                    return;
-                }
-                if (!ec) {
-                    net::co_spawn(target.io, session(target, std::move(socket)), net::detached);
-                } else {
-                    log_.warn("accept_failed", {{"error", ec.message()}});
-                }
+        acceptor_->async_accept(target.io, [this, &target](boost::system::error_code ec,
+                                                           tcp::socket socket) {
+            if (ec == net::error::operation_aborted || !acceptor_->is_open()) {
+                return;
+            }
+            if (!ec) {
+                accept_backoff_ = {};
+                net::co_spawn(target.io, session(target, std::move(socket)), net::detached);
                 accept();
+                return;
+            }
+            // Out of file descriptors or memory, the pending connection stays queued and
+            // the next accept fails at once: retrying without a pause would spin (and log)
+            // as fast as the loop turns. Other failures (a client gone before its accept)
+            // concern one connection only.
+            const bool exhausted = ec == net::error::no_descriptors ||
+                                   ec == std::errc::too_many_files_open_in_system ||
+                                   ec == net::error::no_buffer_space || ec == net::error::no_memory;
+            if (accept_log_.allow(std::chrono::steady_clock::now())) {
+                log_.warn("accept_failed",
+                          {{"error", ec.message()}, {"suppressed", accept_log_.take_suppressed()}});
+            }
+            if (!exhausted) {
+                accept();
+                return;
+            }
+            accept_backoff_ = std::clamp(accept_backoff_ * 2, std::chrono::milliseconds(10),
+                                         std::chrono::milliseconds(1000));
+            accept_timer_->expires_after(accept_backoff_);
+            accept_timer_->async_wait([this](boost::system::error_code wec) {
+                if (!wec && acceptor_->is_open()) {
+                    accept();
+                }
             });
+        });
+    }
+
+    // On the shard's thread, as a connection starts: true when it may stay. At the limit,
+    // the connection idle the longest (waiting for a request) is closed to make room; when
+    // every connection is busy, the new one is refused.
+    bool make_room(shard& sh) {
+        const std::size_t per_shard =
+            std::max<std::size_t>(1, (cfg_.max_connections + shards_.size() - 1) / shards_.size());
+        if (sh.connections.size() < per_shard) {
+            return true;
+        }
+        connection* oldest = nullptr;
+        for (auto* c : sh.connections) {
+            if (c->idle && (!oldest || c->idle_since < oldest->idle_since)) {
+                oldest = c;
+            }
+        }
+        if (oldest) {
+            boost::system::error_code ignored;
+            oldest->stream->socket().close(ignored);
+            oldest->idle = false; // closing: not a candidate again
+            return true;
+        }
+        return false;
     }
 
     // On shard 0.
@@ -209,6 +313,7 @@ private:
         log_.info("stopping", {{"timeout_ms", cfg_.shutdown_timeout.count()}});
         boost::system::error_code ignored;
         acceptor_->close(ignored);
+        accept_timer_->cancel();
         if (signals_) {
             signals_->cancel(ignored);
         }
@@ -300,29 +405,44 @@ private:
     net::awaitable<void> session(shard& sh, tcp::socket socket) {
         beast::tcp_stream stream(std::move(socket));
         connection conn{&stream};
-        sh.connections.insert(&conn);
         struct leave {
             server_impl* self;
             shard& sh;
             connection* conn;
             ~leave() {
-                sh.connections.erase(conn);
-                self->maybe_finish(sh);
+                if (!self->tearing_down_) {
+                    sh.connections.erase(conn);
+                    self->maybe_finish(sh);
+                }
             }
         } on_leave{this, sh, &conn};
         if (sh.stopping) {
             co_return;
         }
+        if (!make_room(sh)) {
+            if (refuse_log_.allow(std::chrono::steady_clock::now())) {
+                log_.warn("connection_refused",
+                          {{"reason", "the connection limit is reached and none is idle"},
+                           {"max_connections", cfg_.max_connections},
+                           {"suppressed", refuse_log_.take_suppressed()}});
+            }
+            co_return;
+        }
+        sh.connections.insert(&conn);
 
-        beast::flat_buffer buffer;
+        // The buffer holds a request's header whole, then passes the body through: its limit
+        // bounds what the parser's own limits do not (a chunk's extensions, the trailer, the
+        // requests a client pipelines without reading the answers).
+        const std::size_t header_limit = cfg_.max_header_bytes + 2 * cfg_.max_url_bytes + 64;
+        beast::flat_buffer buffer(header_limit + 16 * 1024);
         for (;;) {
             http::request_parser<http::string_body> parser;
             // The request line is in Beast's header limit: the URL gets its own room, and
             // its own answer (414) below.
-            parser.header_limit(
-                static_cast<std::uint32_t>(cfg_.max_header_bytes + 2 * cfg_.max_url_bytes + 64));
+            parser.header_limit(static_cast<std::uint32_t>(header_limit));
             parser.body_limit(cfg_.max_body_bytes);
             conn.idle = buffer.size() == 0;
+            conn.idle_since = std::chrono::steady_clock::now();
             stream.expires_after(cfg_.idle_timeout);
             auto [ec, n] = co_await http::async_read_header(stream, buffer, parser, use_tuple);
             conn.idle = false;
@@ -330,7 +450,7 @@ private:
             // A request refused before its body is read: answered, then the connection is
             // closed (what follows on it cannot be trusted to be a request).
             std::optional<response> refused;
-            if (ec == http::error::header_limit) {
+            if (ec == http::error::header_limit || ec == http::error::buffer_overflow) {
                 // Too long a request line, or too many header bytes. Beast parses the
                 // request line on its own first: without a target, the line was the problem.
                 const auto target = parser.get().target();
@@ -380,6 +500,21 @@ private:
                     co_await reject(stream, res);
                     co_return;
                 }
+                if (rec == http::error::buffer_overflow) {
+                    auto res = error_response(http::status::bad_request, "bad_request",
+                                              "a chunk header or the trailer is longer than " +
+                                                  std::to_string(buffer.max_size()) + " bytes");
+                    co_await reject(stream, res);
+                    co_return;
+                }
+                if (rec &&
+                    rec.category() == make_error_code(http::error::end_of_stream).category() &&
+                    rec != http::error::end_of_stream && rec != http::error::partial_message) {
+                    auto res = error_response(http::status::bad_request, "bad_request",
+                                              "malformed HTTP body: " + rec.message());
+                    co_await reject(stream, res);
+                    co_return;
+                }
                 if (rec) {
                     break;
                 }
@@ -424,6 +559,11 @@ private:
     std::optional<tcp::acceptor> acceptor_;
     std::optional<net::signal_set> signals_;
     std::optional<net::steady_timer> shutdown_timer_;
+    std::optional<net::steady_timer> accept_timer_; // the pause after running out of descriptors
+    std::chrono::milliseconds accept_backoff_{0};
+    log_limit accept_log_;
+    log_limit refuse_log_;
+    std::atomic<bool> tearing_down_{false};
     std::uint16_t port_ = 0;
     std::size_t next_ = 0;
     bool stopping_ = false;

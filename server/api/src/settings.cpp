@@ -68,6 +68,29 @@ std::function<void(settings&, std::string_view)> boolean(bool settings::*member,
     return [=](settings& s, std::string_view v) { s.*member = truth(name, v); };
 }
 
+// A comma-separated list, each item non-empty; host names are compared in lower case.
+std::function<void(settings&, std::string_view)> list(std::vector<std::string> settings::*member,
+                                                      std::string_view name, bool lower_case) {
+    return [=](settings& s, std::string_view v) {
+        (s.*member).clear();
+        while (!v.empty()) {
+            const auto comma = v.find(',');
+            auto item = v.substr(0, comma);
+            v = comma == std::string_view::npos ? std::string_view() : v.substr(comma + 1);
+            if (item.empty()) {
+                throw std::invalid_argument(std::string(name) + ": an empty item");
+            }
+            std::string text(item);
+            if (lower_case) {
+                for (auto& c : text) {
+                    c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+                }
+            }
+            (s.*member).push_back(std::move(text));
+        }
+    };
+}
+
 const std::vector<option>& options() {
     static const std::vector<option> table = {
         {"bind", "ADDR", "address to listen on (default 127.0.0.1; 0.0.0.0 exposes the API)",
@@ -97,6 +120,18 @@ const std::vector<option>& options() {
          number(&settings::max_header_bytes, 256, 1024 * 1024, "--max-header-bytes")},
         {"max-url-bytes", "N", "longest request target, 414 beyond (default 4096)",
          number(&settings::max_url_bytes, 16, 1024 * 1024, "--max-url-bytes")},
+        {"max-connections", "N",
+         "connections open at once; at the limit the one idle the longest is closed "
+         "(default 0: half the file descriptor limit, at most 10000)",
+         number(&settings::max_connections, 0, 1000000, "--max-connections")},
+        {"allowed-hosts", "LIST",
+         "comma-separated names the Host header may carry besides IP addresses and "
+         "localhost, 421 otherwise (DNS rebinding); '*' for any (default: none)",
+         list(&settings::allowed_hosts, "--allowed-hosts", true)},
+        {"allowed-origins", "LIST",
+         "comma-separated origins (https://ops.example.com) that may send requests that "
+         "change state, besides the service's own; 403 otherwise (default: none)",
+         list(&settings::allowed_origins, "--allowed-origins", false)},
         {"max-callback-url-bytes", "N", "longest callback.url (default 2048)",
          [](settings& s, std::string_view v) {
              s.validation.max_callback_url_bytes =
@@ -144,22 +179,7 @@ const std::vector<option>& options() {
         {"callback-allow-hosts", "LIST",
          "comma-separated host names callbacks may reach ('*.example.com' for subdomains); "
          "default: any host whose address is allowed",
-         [](settings& s, std::string_view v) {
-             s.callback_allow_hosts.clear();
-             while (!v.empty()) {
-                 const auto comma = v.find(',');
-                 auto host = v.substr(0, comma);
-                 v = comma == std::string_view::npos ? std::string_view() : v.substr(comma + 1);
-                 if (host.empty()) {
-                     throw std::invalid_argument("--callback-allow-hosts: an empty host name");
-                 }
-                 std::string lower(host);
-                 for (auto& c : lower) {
-                     c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
-                 }
-                 s.callback_allow_hosts.push_back(std::move(lower));
-             }
-         }},
+         list(&settings::callback_allow_hosts, "--callback-allow-hosts", true)},
         {"signing-secret", "SECRET",
          "sign every callback's body with HMAC-SHA256 (Timewheel-Signature; prefer the variable)",
          [](settings& s, std::string_view v) { s.signing_secret = v; }},

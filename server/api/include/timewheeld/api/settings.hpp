@@ -38,6 +38,15 @@ struct settings {
     std::size_t max_header_count = 64;        ///< header fields of a request (431 beyond)
     std::size_t max_header_bytes = 16 * 1024; ///< the header block, request line excluded (431)
     std::size_t max_url_bytes = 4096;         ///< the request target (414 beyond)
+    /// Connections open at once; 0: half the file descriptor limit, at most 10000. At the
+    /// limit a new connection closes the one idle the longest, or is refused when none is.
+    std::size_t max_connections = 0;
+    /// Host names a request's Host header may name besides IP literals and "localhost"
+    /// (421 otherwise: a defence against DNS rebinding); "*" allows any.
+    std::vector<std::string> allowed_hosts;
+    /// Origins ("https://ops.example.com") that may send requests that change state, besides
+    /// the service's own (403 otherwise: a defence against cross-site requests).
+    std::vector<std::string> allowed_origins;
     std::chrono::milliseconds idle_timeout{60000};     ///< a keep-alive connection left idle
     std::chrono::milliseconds request_timeout{30000};  ///< reading one request, writing its answer
     std::chrono::milliseconds store_timeout{5000};     ///< one store operation
