@@ -443,11 +443,14 @@ BOOST_AUTO_TEST_CASE(a_closed_log_pipe_does_not_kill_the_process) {
     ts::temp_dir dir("timewheeld-hostile");
     const auto fifo = dir.path() / "log.fifo";
     BOOST_TEST_REQUIRE(::mkfifo(fifo.c_str(), 0600) == 0);
-    const int reader = ::open(fifo.c_str(), O_RDONLY | O_NONBLOCK);
+    const int reader = ::open(fifo.c_str(), O_RDONLY | O_NONBLOCK | O_CLOEXEC);
     BOOST_TEST_REQUIRE(reader >= 0);
+    // SIGPIPE as a new process gets it from a shell, not ignored as this test runner has it
+    // (an ignored signal stays ignored across exec).
     ts::child_process p(
-        {.argv = {TIMEWHEELD_BINARY, "--store", dir.sqlite_store(), "--no-worker", "--log-level",
-                  "debug", "--port", "0", "--port-file", (dir.path() / "port").string()},
+        {.argv = {"/usr/bin/env", "--default-signal=PIPE", TIMEWHEELD_BINARY, "--store",
+                  dir.sqlite_store(), "--no-worker", "--log-level", "debug", "--port", "0",
+                  "--port-file", (dir.path() / "port").string()},
          .output = fifo});
     const auto port = port_of(p, dir.path());
     ::close(reader); // every log line from now on is written to a pipe nobody reads
