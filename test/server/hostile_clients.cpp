@@ -253,6 +253,36 @@ BOOST_AUTO_TEST_CASE(running_out_of_descriptors_neither_spins_nor_floods_the_log
     BOOST_TEST(lines < 10u, lines << " accept_failed lines:\n" << log.substr(0, 2000));
 }
 
+// The descriptors run out under a running service (its limit lowered after it chose its
+// connection limit): accepting pauses instead of spinning, logs a line now and then, and
+// resumes once descriptors are free again.
+BOOST_AUTO_TEST_CASE(accepting_pauses_while_descriptors_are_exhausted) {
+    node n({"--log-level", "warn"});
+    const std::string pid = std::to_string(n.pid());
+    const std::string lower = "prlimit --pid " + pid +
+                              " --nofile=" + std::to_string(open_descriptors(n.pid()) + 4) +
+                              ":4096";
+    BOOST_TEST_REQUIRE(std::system(lower.c_str()) == 0, lower);
+    std::vector<std::unique_ptr<ts::api_connection>> conns;
+    for (int i = 0; i < 50; ++i) {
+        conns.push_back(std::make_unique<ts::api_connection>(n.svc->port()));
+    }
+    std::this_thread::sleep_for(2s);
+    const std::string raise = "prlimit --pid " + pid + " --nofile=4096:4096";
+    BOOST_TEST_REQUIRE(std::system(raise.c_str()) == 0, raise);
+    // The connections queued meanwhile are accepted now, and a new one is served.
+    BOOST_TEST(n.healthy());
+    conns.clear();
+    BOOST_TEST(n.healthy());
+    const auto log = n.svc->log();
+    std::size_t lines = 0;
+    for (std::size_t at = 0; (at = log.find("accept_failed", at)) != std::string::npos; ++at) {
+        ++lines;
+    }
+    BOOST_TEST(lines >= 1u, "the descriptors never ran out:\n" << log);
+    BOOST_TEST(lines < 5u, lines << " accept_failed lines:\n" << log.substr(0, 2000));
+}
+
 // Ids with encoded bytes: control characters are refused, a '/' stays inside its segment,
 // and Location carries the id percent-encoded.
 BOOST_AUTO_TEST_CASE(ids_with_encoded_bytes) {
