@@ -104,11 +104,34 @@ BOOST_AUTO_TEST_CASE(address_classes) {
     BOOST_TEST((c("::ffff:10.1.2.3") == address_class::private_network));
     BOOST_TEST((c("93.184.216.34") == address_class::global));
     BOOST_TEST((c("2606:2800:220:1::1") == address_class::global));
+    // IPv6 addresses that carry an IPv4 address are judged by it: IPv4-compatible,
+    // NAT64 (well-known /96, local-use /96; any other local-use form is private), 6to4.
+    BOOST_TEST((c("::127.0.0.1") == address_class::loopback));
+    BOOST_TEST((c("::10.0.0.1") == address_class::private_network));
+    BOOST_TEST((c("::169.254.169.254") == address_class::link_local));
+    BOOST_TEST((c("::93.184.216.34") == address_class::global));
+    BOOST_TEST((c("64:ff9b::a00:1") == address_class::private_network));
+    BOOST_TEST((c("64:ff9b::127.0.0.1") == address_class::loopback));
+    BOOST_TEST((c("64:ff9b::169.254.169.254") == address_class::link_local));
+    BOOST_TEST((c("64:ff9b::0.0.0.0") == address_class::unspecified));
+    BOOST_TEST((c("64:ff9b::93.184.216.34") == address_class::global));
+    BOOST_TEST((c("64:ff9b:1::7f00:1") == address_class::loopback));
+    BOOST_TEST((c("64:ff9b:1::5db8:d822") == address_class::global));
+    BOOST_TEST((c("64:ff9b:1:7f00:0:100::") == address_class::private_network));
+    BOOST_TEST((c("2002:7f00:0001::") == address_class::loopback));
+    BOOST_TEST((c("2002:a00:1::1") == address_class::private_network));
+    BOOST_TEST((c("2002:a9fe:a9fe::") == address_class::link_local));
+    BOOST_TEST((c("2002:5db8:d822::1") == address_class::global));
+    BOOST_TEST((c("::ffff:0.0.0.0") == address_class::unspecified));
+    // Near misses are plain IPv6.
+    BOOST_TEST((c("64:ff9b:2::7f00:1") == address_class::global));
+    BOOST_TEST((c("2003:7f00:1::") == address_class::global));
 
     address_policy p;
     BOOST_TEST(p.allows(make_address("93.184.216.34")));
     for (const char* a : {"127.0.0.1", "10.0.0.1", "169.254.169.254", "::ffff:127.0.0.1", "0.0.0.0",
-                          "224.0.0.1", "fe80::1"})
+                          "224.0.0.1", "fe80::1", "::127.0.0.1", "64:ff9b::7f00:1",
+                          "64:ff9b::a9fe:a9fe", "2002:7f00:1::", "2002:a9fe:a9fe::"})
         BOOST_TEST(!p.allows(make_address(a)), a);
     p.allow_loopback = true;
     BOOST_TEST(p.allows(make_address("127.0.0.1")));
@@ -156,6 +179,40 @@ BOOST_AUTO_TEST_CASE(retry_after) {
     BOOST_TEST(!parse_retry_after("soon", at));
     BOOST_TEST(!parse_retry_after("Sun, 06 Nov 1994 08:50:37 GMT trailing", at));
     BOOST_TEST(parse_retry_after("99999999999999999999999", at)->count() > 0);
+}
+
+// What a hostile receiver may send: far dates and huge numbers are clamped (to 2^31 s, about
+// 68 years) without overflowing anything (this test runs under UBSan too), the rest ignored.
+BOOST_AUTO_TEST_CASE(retry_after_extremes) {
+    using namespace std::chrono;
+    const auto now = system_clock::now();
+    constexpr long long most = 1LL << 31;
+    auto far = parse_retry_after("Fri, 31 Dec 9999 23:59:59 GMT", now);
+    BOOST_REQUIRE(far);
+    BOOST_TEST(far->count() == most);
+    auto far850 = parse_retry_after("Friday, 31-Dec-99 23:59:59 GMT", now);
+    BOOST_TEST((!far850 || far850->count() <= most));
+    auto asctime = parse_retry_after("Fri Dec 31 23:59:59 9999", now);
+    BOOST_REQUIRE(asctime);
+    BOOST_TEST(asctime->count() == most);
+    BOOST_TEST(parse_retry_after("99999999999999999999", now)->count() == most);
+    BOOST_TEST(parse_retry_after("9223372036854775807", now)->count() == most);
+    BOOST_TEST(parse_retry_after("2147483649", now)->count() == most);
+    BOOST_TEST(parse_retry_after("2147483647", now)->count() == most - 1);
+    BOOST_TEST(parse_retry_after("Sat, 01 Jan 0000 00:00:00 GMT", now).value_or(seconds(0)) ==
+               seconds(0));
+    BOOST_TEST(parse_retry_after("Thu, 01 Jan 1970 00:00:00 GMT", now)->count() == 0);
+    // A clock far in the future or the past does not overflow either.
+    BOOST_TEST(parse_retry_after("Fri, 31 Dec 9999 23:59:59 GMT", system_clock::time_point::max())
+                   ->count() == most);
+    BOOST_TEST(parse_retry_after("Sun, 06 Nov 1994 08:49:37 GMT", system_clock::time_point::max())
+                   ->count() == 0);
+    BOOST_TEST(parse_retry_after("Fri, 31 Dec 9999 23:59:59 GMT", system_clock::time_point::min())
+                   ->count() == most);
+    for (const char* bad : {"-1", "-99999999999999999999", "+5", "5s", "0x10", "1e9", "\xff\xfe",
+                            "Fri, 32 Dec 9999 23:59:59 GMT", "Fri, 31 Dec 99999 23:59:59 GMT",
+                            "31 Dec 9999", "GMT", ","})
+        BOOST_TEST(!parse_retry_after(bad, now), bad);
 }
 
 BOOST_AUTO_TEST_CASE(signature_scheme) {
