@@ -217,33 +217,71 @@ BOOST_AUTO_TEST_CASE(retry_after_extremes) {
 
 BOOST_AUTO_TEST_CASE(signature_scheme) {
     const std::string secret = "s3cret";
-    const std::string body = R"({"order":42})";
-    auto header = sign(secret, 1700000000, body);
-    // Recomputed here from the documented scheme: HMAC-SHA256(secret, "<t>.<body>"), hex.
-    std::string message = "1700000000." + body;
-    unsigned char mac[32];
-    unsigned len = 0;
-    HMAC(EVP_sha256(), secret.data(), static_cast<int>(secret.size()),
-         reinterpret_cast<const unsigned char*>(message.data()), message.size(), mac, &len);
-    std::string hex;
-    for (unsigned i = 0; i < len; ++i) {
-        char b[3];
-        std::snprintf(b, sizeof b, "%02x", mac[i]);
-        hex += b;
-    }
-    BOOST_TEST(header == "t=1700000000,v1=" + hex);
+    const signed_request r{"POST", "https://hooks.example.com/orders?x=1", "order-42", 3,
+                           R"({"order":42})"};
+    // The canonical text, as docs/server.md spells it: six lines, the body last.
+    BOOST_TEST(canonical_v2(1700000000, r) == "1700000000\nPOST\nhttps://hooks.example.com/"
+                                              "orders?x=1\norder-42\n3\n{\"order\":42}");
+    auto header = sign({secret}, 1700000000, r);
+    // Recomputed here from the documented scheme with OpenSSL's HMAC, hex.
+    auto hmac = [](const std::string& key, const std::string& message) {
+        unsigned char mac[32];
+        unsigned len = 0;
+        HMAC(EVP_sha256(), key.data(), static_cast<int>(key.size()),
+             reinterpret_cast<const unsigned char*>(message.data()), message.size(), mac, &len);
+        std::string hex;
+        for (unsigned i = 0; i < len; ++i) {
+            char b[3];
+            std::snprintf(b, sizeof b, "%02x", mac[i]);
+            hex += b;
+        }
+        return hex;
+    };
+    const std::string hex = hmac(secret, canonical_v2(1700000000, r));
+    BOOST_TEST(header == "t=1700000000,v2=" + hex);
 
     // The example of docs/server.md, computed there with Python's hmac module.
-    BOOST_TEST(sign("shared-secret", 1700000000, R"({"order": 42})") ==
-               "t=1700000000,v1=d15731cfda9851402db36218fe2101267353cad42ebeba5075d0d5afa20faf42");
+    BOOST_TEST(
+        sign({"shared-secret"}, 1700000000,
+             {"POST", "https://hooks.example.com/orders", "order-42", 1, R"({"order": 42})"}) ==
+        "t=1700000000,v2=801b3dee032e4b9d32d9658eb4bae0770e98bcaf15062276e93b1bcbff01609f");
+
+    // Two secrets: one v2 each; v1 only on request, over "<t>.<body>".
+    auto two = sign({"a", "b"}, 1700000000, r, true);
+    BOOST_TEST(two == "t=1700000000,v2=" + hmac("a", canonical_v2(1700000000, r)) +
+                          ",v2=" + hmac("b", canonical_v2(1700000000, r)) +
+                          ",v1=" + hmac("a", "1700000000." + std::string(r.body)) +
+                          ",v1=" + hmac("b", "1700000000." + std::string(r.body)));
 
     auto at = std::chrono::system_clock::time_point(std::chrono::seconds(1700000000));
-    BOOST_TEST(verify_signature(header, secret, body, at));
-    BOOST_TEST(verify_signature(header, secret, body, at + std::chrono::minutes(4)));
-    BOOST_TEST(!verify_signature(header, secret, body, at + std::chrono::minutes(6)));
-    BOOST_TEST(!verify_signature(header, "other", body, at));
-    BOOST_TEST(!verify_signature(header, secret, body + " ", at));
-    BOOST_TEST(!verify_signature("v1=" + hex, secret, body, at));
-    BOOST_TEST(!verify_signature("t=1700000000", secret, body, at));
-    BOOST_TEST(verify_signature("t=1700000000,v1=00,v1=" + hex, secret, body, at));
+    BOOST_TEST(verify_signature(header, secret, r, at));
+    BOOST_TEST(verify_signature(two, "a", r, at));
+    BOOST_TEST(verify_signature(two, "b", r, at));
+    BOOST_TEST(verify_signature(header, secret, r, at + std::chrono::minutes(4)));
+    BOOST_TEST(!verify_signature(header, secret, r, at + std::chrono::minutes(6)));
+    BOOST_TEST(!verify_signature(header, "other", r, at));
+    auto other = r;
+    other.body = "{}";
+    BOOST_TEST(!verify_signature(header, secret, other, at));
+    other = r;
+    other.url = "https://elsewhere.example/orders?x=1";
+    BOOST_TEST(!verify_signature(header, secret, other, at));
+    other = r;
+    other.idempotency_key = "order-43";
+    BOOST_TEST(!verify_signature(header, secret, other, at));
+    other = r;
+    other.attempt = 4;
+    BOOST_TEST(!verify_signature(header, secret, other, at));
+    other = r;
+    other.method = "PUT";
+    BOOST_TEST(!verify_signature(header, secret, other, at));
+    BOOST_TEST(!verify_signature("v2=" + hex, secret, r, at));
+    BOOST_TEST(!verify_signature("t=1700000000", secret, r, at));
+    BOOST_TEST(verify_signature("t=1700000000,v2=00,v2=" + hex, secret, r, at));
+    // A v1 entry alone does not verify: v2 is what a receiver checks.
+    BOOST_TEST(!verify_signature(
+        "t=1700000000,v1=" + hmac(secret, "1700000000." + std::string(r.body)), secret, r, at));
+    // A t far from now (a forged header) is refused without overflowing anything.
+    BOOST_TEST(!verify_signature("t=9223372036854775807,v2=" + hex, secret, r, at));
+    BOOST_TEST(!verify_signature("t=-9223372036854775807,v2=" + hex, secret, r, at));
 }
