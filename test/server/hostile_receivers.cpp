@@ -245,10 +245,10 @@ struct node_fixture {
 
     /// Submits task `id` calling `url` now, with `attempts` attempts 50 ms apart.
     void submit(const std::string& id, const std::string& url, int attempts = 1) {
-        const auto r = node.post("/v1/tasks",
-                                 ts::task_json(id, url, 0,
-                                               R"({"attempts": )" + std::to_string(attempts) +
-                                                   R"(, "base_ms": 50, "cap_ms": 50})"));
+        const auto r =
+            node.post("/v1/tasks", ts::task_json(id, url, 0,
+                                                 R"({"attempts": )" + std::to_string(attempts) +
+                                                     R"(, "base_ms": 50, "cap_ms": 50})"));
         BOOST_TEST_REQUIRE(r.status == 201u, r);
     }
     /// Waits for `id` to reach `state` (a generous bound), and returns the task's JSON.
@@ -277,7 +277,8 @@ std::string last_error(const boost::json::object& task) {
 BOOST_AUTO_TEST_CASE(endless_header_lines) {
     node_fixture f;
     raw_receiver r([&](tcp::socket& s, const std::string&) {
-        r.flood(s, "HTTP/1.1 200 OK\r\n", "X-Flood: aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa\r\n");
+        r.flood(s, "HTTP/1.1 200 OK\r\n",
+                "X-Flood: aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa\r\n");
     });
     const auto before = resident_bytes(f.pid());
     f.submit("headers-1", r.url());

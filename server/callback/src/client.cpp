@@ -414,8 +414,8 @@ void fresh_parser(std::optional<response_parser>& parser, std::size_t body_limit
 
 template <class Stream>
 net::awaitable<error_code> exchange(Stream& s, connection& c, call_op& op, const std::string& req,
-                                    std::optional<response_parser>& parser,
-                                    std::size_t body_limit, bool& got_header) {
+                                    std::optional<response_parser>& parser, std::size_t body_limit,
+                                    bool& got_header) {
     error_code ec;
     op.phase = "sending the request";
     co_await net::async_write(s, net::buffer(req), net::redirect_error(net::use_awaitable, ec));
@@ -635,8 +635,8 @@ net::awaitable<outcome> run_call(state_ptr st, std::shared_ptr<call_op> op, call
         op->conn = conn.get();
         bool got_header = false;
         if (conn->tls)
-            ec = co_await exchange(*conn->tls, *conn, *op, hreq, parser,
-                                   st->opt.max_response_body, got_header);
+            ec = co_await exchange(*conn->tls, *conn, *op, hreq, parser, st->opt.max_response_body,
+                                   got_header);
         else
             ec = co_await exchange(*conn->socket, *conn, *op, hreq, parser,
                                    st->opt.max_response_body, got_header);
