@@ -6,6 +6,7 @@
 #include <timewheeld/callback/retry_after.hpp>
 #include <timewheeld/callback/signature.hpp>
 #include <timewheeld/callback/url.hpp>
+#include <timewheeld/callback/utf8.hpp>
 
 #include <openssl/evp.h>
 #include <openssl/hmac.h>
@@ -284,4 +285,43 @@ BOOST_AUTO_TEST_CASE(signature_scheme) {
     // A t far from now (a forged header) is refused without overflowing anything.
     BOOST_TEST(!verify_signature("t=9223372036854775807,v2=" + hex, secret, r, at));
     BOOST_TEST(!verify_signature("t=-9223372036854775807,v2=" + hex, secret, r, at));
+}
+
+// Text from a network made fit for JSON: every ill-formed sequence becomes U+FFFD (one per
+// maximal ill-formed subpart), and a cut never splits a character.
+BOOST_AUTO_TEST_CASE(utf8_repair_and_cut) {
+    const std::string fffd = "\xef\xbf\xbd";
+    BOOST_TEST(valid_utf8("plain ascii") == "plain ascii");
+    BOOST_TEST(valid_utf8("caf\xc3\xa9 \xe2\x82\xac \xf0\x9f\x98\x80") ==
+               "caf\xc3\xa9 \xe2\x82\xac \xf0\x9f\x98\x80");
+    BOOST_TEST(valid_utf8("a\xff"
+                          "b") == "a" + fffd + "b"); // never valid
+    BOOST_TEST(valid_utf8("a\x80"
+                          "b") == "a" + fffd + "b"); // stray continuation
+    BOOST_TEST(valid_utf8("a\xc3") == "a" + fffd);   // truncated at the end
+    BOOST_TEST(valid_utf8("a\xe2\x82"
+                          "b") == "a" + fffd + "b");              // truncated, one U+FFFD
+    BOOST_TEST(valid_utf8("\xc0\x80") == fffd + fffd);            // overlong NUL
+    BOOST_TEST(valid_utf8("\xe0\x80\x80") == fffd + fffd + fffd); // overlong
+    BOOST_TEST(valid_utf8("\xed\xa0\x80") == fffd + fffd + fffd); // a surrogate
+    BOOST_TEST(valid_utf8("\xf4\x90\x80\x80") == fffd + fffd + fffd + fffd); // > U+10FFFF
+    BOOST_TEST(valid_utf8("\xf5\x80") == fffd + fffd);
+    BOOST_TEST(valid_utf8(std::string("a\0b", 3)) == std::string("a\0b", 3)); // NUL is valid
+    // Cuts fall before a character that does not fit, never inside it.
+    BOOST_TEST(valid_utf8("ab\xe2\x82\xac", 4) == "ab");
+    BOOST_TEST(valid_utf8("ab\xe2\x82\xac", 5) == "ab\xe2\x82\xac");
+    BOOST_TEST(valid_utf8("ab\xff", 4) == "ab");
+    BOOST_TEST(valid_utf8("abc", 0) == "");
+    BOOST_TEST(is_valid_utf8("caf\xc3\xa9"));
+    BOOST_TEST(!is_valid_utf8("caf\xc3"));
+    BOOST_TEST(!is_valid_utf8("\xed\xbf\xbf"));
+    // Whatever comes in, what goes out is valid and within the limit.
+    std::string junk;
+    for (int i = 0; i < 4096; ++i)
+        junk += static_cast<char>((i * 7919) & 0xff);
+    for (std::size_t limit : {0u, 1u, 2u, 3u, 100u, 1000u, 100000u}) {
+        const auto out = valid_utf8(junk, limit);
+        BOOST_TEST(is_valid_utf8(out));
+        BOOST_TEST(out.size() <= limit);
+    }
 }
