@@ -11,6 +11,7 @@
 //   - endless header lines;                       -> retry, "header limit"
 //   - a chunked answer with an endless chunk extension; -> retry, the answer was broken
 //   - a 256 MiB body;                             -> the status decides (200: finished)
+//   - an answer dripped a line at a time;         -> the call's timeout ends it
 //   - Retry-After in year 9999, or 10^20 seconds; -> retried about 68 years later, not at once
 //   - 100 Continue, then 200;                     -> finished (interim answers skipped)
 //   - a 3xx whose Location is invalid UTF-8, and a long error of multi-byte characters:
@@ -317,6 +318,25 @@ BOOST_AUTO_TEST_CASE(endless_trailers) {
     const auto after = peak_bytes(f.pid());
     BOOST_TEST(last_error(task).find("broken") != std::string::npos, last_error(task));
     BOOST_TEST(after < before + 64 * mib, "grew from " << before << " to " << after);
+    f.check_healthy();
+}
+
+// A receiver that drips its answer a line at a time, never finishing: the call's timeout
+// ends it, whatever keeps arriving.
+BOOST_AUTO_TEST_CASE(slow_drip) {
+    node_fixture f({"--callback-timeout-ms", "1000"});
+    raw_receiver r([&](tcp::socket& s, const std::string&) {
+        if (!r.send(s, "HTTP/1.1 200 OK\r\n")) {
+            return;
+        }
+        for (int i = 0; i < 600 && r.send(s, "X: y\r\n"); ++i) {
+            std::this_thread::sleep_for(50ms);
+        }
+    });
+    f.submit("drip-1", r.url());
+    const auto task = f.wait_for("drip-1", "dead");
+    BOOST_TEST(last_error(task).find("no answer within 1000 ms") != std::string::npos,
+               last_error(task));
     f.check_healthy();
 }
 
