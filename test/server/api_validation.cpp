@@ -91,6 +91,43 @@ BOOST_AUTO_TEST_CASE(every_bad_field_is_named_and_nothing_is_stored) {
          "callback.body"},
         {"v29", with("v29", R"("delay_ms": 1, "callback": {"url": "http://h/", "extra": 1})"),
          "callback.extra"},
+        // What the worker would refuse, the API refuses (one parser): headers the client
+        // sets itself, user info in the URL, more than 8 KiB of headers.
+        {"w1",
+         with("w1",
+              R"("delay_ms": 1, "callback": {"url": "http://h/", "headers": {"User-Agent": "x"}})"),
+         "callback.headers.User-Agent"},
+        {"w2",
+         with(
+             "w2",
+             R"("delay_ms": 1, "callback": {"url": "http://h/", "headers": {"Expect": "100-continue"}})"),
+         "callback.headers.Expect"},
+        {"w3",
+         with(
+             "w3",
+             R"("delay_ms": 1, "callback": {"url": "http://h/", "headers": {"Timewheel-Attempt": "1"}})"),
+         "callback.headers.Timewheel-Attempt"},
+        {"w4",
+         with(
+             "w4",
+             R"("delay_ms": 1, "callback": {"url": "http://h/", "headers": {"Proxy-Authorization": "x"}})"),
+         "callback.headers.Proxy-Authorization"},
+        {"w5", with("w5", R"("delay_ms": 1, "callback": {"url": "http://user:pw@127.0.0.1/"})"),
+         "callback.url"},
+        {"w6",
+         with("w6", R"("delay_ms": 1, "callback": {"url": "http://h/", "headers": {"A": ")" +
+                        std::string(5000, 'a') + R"(", "B": ")" + std::string(5000, 'b') +
+                        R"("}})"),
+         "callback.headers"},
+        {"w7",
+         with(
+             "w7",
+             R"("delay_ms": 1, "callback": {"url": "http://h/", "secret_headers": {"Host": "x"}})"),
+         "callback.secret_headers.Host"},
+        {"w8",
+         with("w8",
+              R"("delay_ms": 1, "callback": {"url": "http://h/", "secret_headers": {"A": 1}})"),
+         "callback.secret_headers.A"},
         {"v30", with("v30", R"("delay_ms": 1, "retry": {"attempts": 0}, )" + cb), "retry.attempts"},
         {"v31", with("v31", R"("delay_ms": 1, "retry": {"base_ms": 500, "cap_ms": 100}, )" + cb),
          "retry.cap_ms"},
@@ -121,6 +158,49 @@ BOOST_AUTO_TEST_CASE(every_bad_field_is_named_and_nothing_is_stored) {
     BOOST_TEST(svc.post("/v1/tasks", with("good", R"("delay_ms": 1000, )" + cb)).status == 201u);
     // (which the same look-up sees)
     BOOST_TEST(!svc.redis().command("*2\r\n$4\r\nKEYS\r\n$5\r\n*:t:*\r\n").starts_with("*0\r\n"));
+}
+
+// The error of a refused callback names what was wrong in words, not only its field.
+BOOST_AUTO_TEST_CASE(a_refused_callback_says_why) {
+    ts::api_service svc;
+    const auto r =
+        svc.post("/v1/tasks",
+                 with("u1", R"("delay_ms": 1, "callback": {"url": "http://user:pw@127.0.0.1/"})"));
+    BOOST_TEST_REQUIRE(r.status == 400u, r);
+    BOOST_TEST(
+        r.json().at("error").at("message").as_string().find("user info") != std::string::npos, r);
+    const auto h = svc.post(
+        "/v1/tasks",
+        with("u2",
+             R"("delay_ms": 1, "callback": {"url": "http://h/", "headers": {"User-Agent": "x"}})"));
+    BOOST_TEST_REQUIRE(h.status == 400u, h);
+    BOOST_TEST(h.json().at("error").at("message").as_string().find("set by timewheeld") !=
+                   std::string::npos,
+               h);
+}
+
+// secret_headers are stored (the worker sends them) but never shown: the 201 and every GET
+// show their names with "***".
+BOOST_AUTO_TEST_CASE(secret_headers_are_stored_but_never_shown) {
+    ts::api_service svc;
+    const auto created = svc.post(
+        "/v1/tasks", with("s1", R"("delay_ms": 100000, "callback": {"url": "http://127.0.0.1:9/",
+                      "headers": {"X-Shown": "visible"},
+                      "secret_headers": {"Authorization": "Bearer hunter2"}})"));
+    BOOST_TEST_REQUIRE(created.status == 201u, created);
+    const auto got = svc.get("/v1/tasks/s1");
+    BOOST_TEST_REQUIRE(got.status == 200u, got);
+    for (const auto* r : {&created, &got}) {
+        BOOST_TEST(r->body.find("hunter2") == std::string::npos, r->body);
+        const auto cb = r->json().at("callback");
+        BOOST_TEST(cb.at("secret_headers").at("Authorization").as_string() == "***", r->body);
+        BOOST_TEST(cb.at("headers").at("X-Shown").as_string() == "visible", r->body);
+    }
+    // A resubmit of the same id (200) reads it back: still hidden.
+    const auto again = svc.post(
+        "/v1/tasks", with("s1", R"("delay_ms": 1, "callback": {"url": "http://127.0.0.1:9/"})"));
+    BOOST_TEST(again.status == 200u, again);
+    BOOST_TEST(again.body.find("hunter2") == std::string::npos, again.body);
 }
 
 BOOST_AUTO_TEST_CASE(reschedule_requeue_and_listing_name_their_fields) {

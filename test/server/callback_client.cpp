@@ -9,6 +9,7 @@
 #define BOOST_TEST_MODULE server_callback_client
 #include <boost/test/unit_test.hpp>
 
+#include "support/signature_check.hpp"
 #include "support/sink.hpp"
 #include "support/watchdog.hpp"
 
@@ -27,6 +28,7 @@ using boost::system::error_code;
 using timewheeld::test_support::recorded_request;
 using timewheeld::test_support::reply;
 using timewheeld::test_support::sink;
+namespace ts = timewheel::test_support;
 
 namespace {
 
@@ -159,7 +161,7 @@ BOOST_AUTO_TEST_CASE(headers_body_and_signature) {
     sink s;
     net::io_context io;
     client_options o = loopback_options();
-    o.signing_secret = "shared-secret";
+    o.signing_secrets = {"shared-secret"};
     client c(io.get_executor(), o);
     auto r = request_to(s.url("/hook?x=1"), "task-42", 3);
     r.spec.method = "PUT";
@@ -180,13 +182,95 @@ BOOST_AUTO_TEST_CASE(headers_body_and_signature) {
     BOOST_TEST(q.header("Host").value_or("") == "127.0.0.1:" + std::to_string(s.port()));
     auto sig = q.header("Timewheel-Signature");
     BOOST_REQUIRE(sig);
-    BOOST_TEST(verify_signature(*sig, "shared-secret", q.body, std::chrono::system_clock::now()));
-    BOOST_TEST(!verify_signature(*sig, "wrong-secret", q.body, std::chrono::system_clock::now()));
+    const auto now = std::chrono::system_clock::now();
+    const signed_request signed_for{"PUT", r.spec.url, "task-42", 3, q.body};
+    BOOST_TEST(verify_signature(*sig, "shared-secret", signed_for, now));
+    BOOST_TEST(!verify_signature(*sig, "wrong-secret", signed_for, now));
+    BOOST_TEST(ts::signature_matches(q, "shared-secret", r.spec.url));
+    // v2 only by default: no v1 entry a replayed body could be checked against.
+    BOOST_TEST(sig->find("v1=") == std::string::npos, *sig);
 
     // No secret, no signature.
     client plain(io.get_executor(), loopback_options());
     call(io, plain, request_to(s.url()));
     BOOST_TEST(!s.requests().back().header("Timewheel-Signature"));
+}
+
+// What a v2 signature binds: a signature made for one URL, task, attempt or method does not
+// verify for another (an API client cannot have the service sign a body for one receiver
+// and replay it to another, or as another task).
+BOOST_AUTO_TEST_CASE(a_signature_is_for_one_url_task_and_attempt) {
+    sink s;
+    net::io_context io;
+    client_options o = loopback_options();
+    o.signing_secrets = {"k"};
+    client c(io.get_executor(), o);
+    auto r = request_to(s.url("/a"), "task-1", 2);
+    r.spec.body = "same body";
+    call(io, c, r);
+    const auto q = s.requests().back();
+    const auto sig = q.header("Timewheel-Signature").value_or("");
+    const auto now = std::chrono::system_clock::now();
+    BOOST_TEST(verify_signature(sig, "k", {"POST", s.url("/a"), "task-1", 2, "same body"}, now));
+    BOOST_TEST(!verify_signature(sig, "k", {"POST", s.url("/b"), "task-1", 2, "same body"}, now));
+    BOOST_TEST(!verify_signature(sig, "k", {"POST", s.url("/a"), "task-2", 2, "same body"}, now));
+    BOOST_TEST(!verify_signature(sig, "k", {"POST", s.url("/a"), "task-1", 3, "same body"}, now));
+    BOOST_TEST(!verify_signature(sig, "k", {"PUT", s.url("/a"), "task-1", 2, "same body"}, now));
+    BOOST_TEST(!verify_signature(sig, "k", {"POST", s.url("/a"), "task-1", 2, "other"}, now));
+    BOOST_TEST(!ts::signature_matches(q, "k", s.url("/b")));
+}
+
+// Rotation: with two secrets, a receiver holding either verifies; with the v1 switch, the
+// v1 entries come too (one per secret), over "<t>.<body>".
+BOOST_AUTO_TEST_CASE(two_secrets_both_verify_and_v1_on_request) {
+    sink s;
+    net::io_context io;
+    client_options o = loopback_options();
+    o.signing_secrets = {"new-secret", "old-secret"};
+    client c(io.get_executor(), o);
+    auto r = request_to(s.url(), "rot-1", 1);
+    r.spec.body = "x";
+    call(io, c, r);
+    auto q = s.requests().back();
+    auto parts = ts::split_signature(q.header("Timewheel-Signature").value_or(""));
+    BOOST_REQUIRE(parts);
+    BOOST_TEST(parts->v2.size() == 2u);
+    BOOST_TEST(parts->v1.empty());
+    BOOST_TEST(ts::signature_matches(q, "new-secret", s.url()));
+    BOOST_TEST(ts::signature_matches(q, "old-secret", s.url()));
+    BOOST_TEST(!ts::signature_matches(q, "third-secret", s.url()));
+
+    o.signature_v1 = true;
+    client legacy(io.get_executor(), o);
+    call(io, legacy, r);
+    q = s.requests().back();
+    parts = ts::split_signature(q.header("Timewheel-Signature").value_or(""));
+    BOOST_REQUIRE(parts);
+    BOOST_TEST(parts->v2.size() == 2u);
+    BOOST_REQUIRE(parts->v1.size() == 2u);
+    BOOST_TEST(parts->v1[1] == ts::hmac_sha256_hex("old-secret", parts->t + ".x"));
+    BOOST_TEST(ts::signature_matches(q, "new-secret", s.url()));
+}
+
+// A destination host with secrets of its own is signed with those, and only those; other
+// hosts keep the default secrets.
+BOOST_AUTO_TEST_CASE(a_host_has_its_own_secret) {
+    sink s;
+    net::io_context io;
+    client_options o = loopback_options();
+    o.signing_secrets = {"default-secret"};
+    o.host_signing_secrets["localhost"] = {"localhost-secret"};
+    client c(io.get_executor(), o);
+    const std::string by_name = "http://localhost:" + std::to_string(s.port()) + "/hook";
+    auto a = call(io, c, request_to(by_name, "h-1"));
+    BOOST_TEST_REQUIRE(s.requests().size() == 1u, a.result.error);
+    auto q = s.requests().back();
+    BOOST_TEST(ts::signature_matches(q, "localhost-secret", by_name));
+    BOOST_TEST(!ts::signature_matches(q, "default-secret", by_name));
+    call(io, c, request_to(s.url(), "h-2"));
+    q = s.requests().back();
+    BOOST_TEST(ts::signature_matches(q, "default-secret", s.url()));
+    BOOST_TEST(!ts::signature_matches(q, "localhost-secret", s.url()));
 }
 
 BOOST_AUTO_TEST_CASE(keep_alive_reuses_one_connection) {

@@ -77,6 +77,71 @@ BOOST_AUTO_TEST_CASE(errors_name_the_field) {
     BOOST_TEST(refused_field(R"({"url": "http://h/", "retries": 3})") == "retries");
 }
 
+// The headers the worker refuses, the API refuses too (it parses with this same code):
+// each with the field it names.
+BOOST_AUTO_TEST_CASE(headers_the_client_sets_are_refused) {
+    for (const char* name :
+         {"User-Agent", "user-agent", "Expect", "Timewheel-Signature", "timewheel-anything",
+          "Proxy-Authorization", "Proxy-Connection", "Keep-Alive", "TE", "Trailer", "Upgrade"}) {
+        const std::string json =
+            std::string(R"({"url": "http://h/", "headers": {")") + name + R"(": "x"}})";
+        BOOST_TEST(refused_field(json) == std::string("headers.") + name);
+        const std::string secret =
+            std::string(R"({"url": "http://h/", "secret_headers": {")") + name + R"(": "x"}})";
+        BOOST_TEST(refused_field(secret) == std::string("secret_headers.") + name);
+    }
+    // More than 8 KiB of names and values.
+    const std::string big(5000, 'v');
+    BOOST_TEST(refused_field(R"({"url": "http://h/", "headers": {"A": ")" + big + R"(", "B": ")" +
+                             big + R"("}})") == "headers");
+}
+
+// secret_headers: parsed like headers, counted with them in the same limits, kept by
+// to_json, and shown by redact() with their names only.
+BOOST_AUTO_TEST_CASE(secret_headers) {
+    auto spec = parse_callback(std::string_view(
+        R"({"url": "http://h/", "headers": {"X-A": "1"},
+            "secret_headers": {"Authorization": "Bearer s3cret", "X-Key": "k"}})"));
+    BOOST_TEST(spec.headers.size() == 1u);
+    BOOST_REQUIRE(spec.secret_headers.size() == 2u);
+    BOOST_TEST(spec.secret_headers[0].first == "Authorization");
+    BOOST_TEST(spec.secret_headers[0].second == "Bearer s3cret");
+    auto stored = to_json(spec);
+    BOOST_TEST((parse_callback(boost::json::value(stored)) == spec));
+    auto shown = stored;
+    redact(shown);
+    BOOST_TEST(boost::json::serialize(shown).find("s3cret") == std::string::npos);
+    BOOST_TEST(shown.at("secret_headers").at("Authorization").as_string() == "***");
+    BOOST_TEST(shown.at("headers").at("X-A").as_string() == "1"); // headers are shown
+
+    BOOST_TEST(refused_field(R"({"url": "http://h/", "secret_headers": ["x"]})") ==
+               "secret_headers");
+    BOOST_TEST(refused_field(R"({"url": "http://h/", "secret_headers": {"X-A": 1}})") ==
+               "secret_headers.X-A");
+    BOOST_TEST(refused_field(R"({"url": "http://h/", "secret_headers": {"X-A": "a\nb"}})") ==
+               "secret_headers.X-A");
+    BOOST_TEST(refused_field(R"({"url": "http://h/", "secret_headers": {"Host": "e"}})") ==
+               "secret_headers.Host");
+    // A name in both: which would be sent?
+    BOOST_TEST(
+        refused_field(
+            R"({"url": "http://h/", "headers": {"X-A": "1"}, "secret_headers": {"x-a": "2"}})") ==
+        "secret_headers.x-a");
+    // The limits count both together.
+    payload_limits small;
+    small.max_headers = 2;
+    small.max_header_bytes = 10;
+    BOOST_TEST(refused_field(R"({"url": "http://h/", "headers": {"A": "1", "B": "2"},
+                                 "secret_headers": {"C": "3"}})",
+                             small) == "secret_headers");
+    BOOST_TEST(refused_field(R"({"url": "http://h/", "headers": {"A": "12345"},
+                                 "secret_headers": {"B": "12345"}})",
+                             small) == "secret_headers");
+    BOOST_TEST(refused_field(R"({"url": "http://h/", "headers": {"A": "1"},
+                                 "secret_headers": {"B": "2"}})",
+                             small) == "(accepted)");
+}
+
 BOOST_AUTO_TEST_CASE(limits) {
     payload_limits small;
     small.max_url_length = 20;

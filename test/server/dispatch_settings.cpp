@@ -56,7 +56,62 @@ BOOST_AUTO_TEST_CASE(defaults_run_a_worker_that_refuses_loopback) {
     BOOST_TEST(s.result_deadline == 300000ms);
     const auto o = dispatch::options_from(s);
     BOOST_TEST(!o.client.policy.allow_loopback);
-    BOOST_TEST(o.client.signing_secret.empty());
+    BOOST_TEST(o.client.signing_secrets.empty());
+    BOOST_TEST(o.client.host_signing_secrets.empty());
+    BOOST_TEST(!o.client.signature_v1);
+    // One set of callback limits: the worker reads with those the API validated with.
+    BOOST_TEST(o.payload.max_url_length == s.validation.callback.max_url_length);
+    BOOST_TEST(o.payload.max_headers == s.validation.callback.max_headers);
+    BOOST_TEST(o.payload.max_header_bytes == s.validation.callback.max_header_bytes);
+    BOOST_TEST(o.payload.max_body == s.validation.callback.max_body);
+    BOOST_TEST(o.payload.max_timeout == s.validation.callback.max_timeout);
+}
+
+BOOST_AUTO_TEST_CASE(callback_limits_reach_the_api_and_the_worker) {
+    const auto s =
+        parse({"--max-callback-url-bytes", "100", "--max-callback-headers", "3"}).settings;
+    BOOST_TEST(s.validation.callback.max_url_length == 100u);
+    BOOST_TEST(s.validation.callback.max_headers == 3u);
+    const auto o = dispatch::options_from(s);
+    BOOST_TEST(o.payload.max_url_length == 100u);
+    BOOST_TEST(o.payload.max_headers == 3u);
+    BOOST_TEST(o.client.max_url_length == 100u);
+}
+
+BOOST_AUTO_TEST_CASE(signing_secrets_rotation_hosts_and_v1) {
+    // Comma-separated and repeated: one v2 entry each.
+    auto s =
+        parse({"--signing-secret", "new,old", "--signing-secret", "older", "--signing-secret-for",
+               "Hooks.Example=h1,h2", "--signing-secret-for", "b.example=b1", "--signing-send-v1"})
+            .settings;
+    BOOST_TEST(s.signing_secrets == (std::vector<std::string>{"new", "old", "older"}),
+               boost::test_tools::per_element());
+    BOOST_REQUIRE(s.signing_secrets_for.size() == 2u);
+    BOOST_TEST(s.signing_secrets_for.at("hooks.example") == (std::vector<std::string>{"h1", "h2"}),
+               boost::test_tools::per_element());
+    BOOST_TEST(s.signing_secrets_for.at("b.example") == (std::vector<std::string>{"b1"}),
+               boost::test_tools::per_element());
+    BOOST_TEST(s.signing_send_v1);
+    const auto o = dispatch::options_from(s);
+    BOOST_TEST(o.client.signing_secrets.size() == 3u);
+    BOOST_TEST(o.client.host_signing_secrets.at("hooks.example").size() == 2u);
+    BOOST_TEST(o.client.signature_v1);
+
+    // The variables: ';' between hosts; a flag replaces a variable's list.
+    s = parse({}, {{"TIMEWHEELD_SIGNING_SECRET", "e1,e2"},
+                   {"TIMEWHEELD_SIGNING_SECRET_FOR", "a.example=x;b.example=y,z"}})
+            .settings;
+    BOOST_TEST(s.signing_secrets.size() == 2u);
+    BOOST_TEST(s.signing_secrets_for.at("b.example").size() == 2u);
+    s = parse({"--signing-secret", "flag"}, {{"TIMEWHEELD_SIGNING_SECRET", "e1,e2"}}).settings;
+    BOOST_TEST(s.signing_secrets == (std::vector<std::string>{"flag"}),
+               boost::test_tools::per_element());
+
+    BOOST_TEST(refused({"--signing-secret", "a,,b"}, {}, "--signing-secret"));
+    BOOST_TEST(refused({"--signing-secret-for", "nohost"}, {}, "--signing-secret-for"));
+    BOOST_TEST(refused({"--signing-secret-for", "=s"}, {}, "--signing-secret-for"));
+    BOOST_TEST(refused({"--signing-secret-for", "h="}, {}, "--signing-secret-for"));
+    BOOST_TEST(refused({}, {{"TIMEWHEELD_SIGNING_SECRET_FOR", "h=x;;"}}, "--signing-secret-for"));
 }
 
 BOOST_AUTO_TEST_CASE(flags_set_every_worker_setting) {
@@ -72,7 +127,8 @@ BOOST_AUTO_TEST_CASE(flags_set_every_worker_setting) {
     BOOST_TEST(s.callback_allow_hosts ==
                    (std::vector<std::string>{"a.example.com", "*.hooks.test"}),
                boost::test_tools::per_element());
-    BOOST_TEST(s.signing_secret == "s3cret");
+    BOOST_TEST(s.signing_secrets == (std::vector<std::string>{"s3cret"}),
+               boost::test_tools::per_element());
     BOOST_TEST(s.callback_timeout == 1500ms);
     BOOST_TEST(s.max_per_host == 3u);
     BOOST_TEST(s.result_deadline == 2500ms);
@@ -82,7 +138,8 @@ BOOST_AUTO_TEST_CASE(flags_set_every_worker_setting) {
     BOOST_TEST(o.client.policy.allow_loopback);
     BOOST_TEST(o.client.policy.allow_private);
     BOOST_TEST(o.client.policy.allowed_hosts.size() == 2u);
-    BOOST_TEST(o.client.signing_secret == "s3cret");
+    BOOST_TEST(o.client.signing_secrets == (std::vector<std::string>{"s3cret"}),
+               boost::test_tools::per_element());
     BOOST_TEST(o.client.total_timeout == 1500ms);
     BOOST_TEST(o.client.connect_timeout <= 1500ms);
     BOOST_TEST(o.client.max_connections_per_host == 3u);
@@ -100,7 +157,8 @@ BOOST_AUTO_TEST_CASE(variables_set_switches_and_a_flag_wins) {
     BOOST_TEST(s.callback_allow_loopback);
     BOOST_TEST(!s.callback_allow_private);
     BOOST_TEST(s.worker);
-    BOOST_TEST(s.signing_secret == "from-env");
+    BOOST_TEST(s.signing_secrets == (std::vector<std::string>{"from-env"}),
+               boost::test_tools::per_element());
 }
 
 BOOST_AUTO_TEST_CASE(bad_values_are_refused_naming_the_setting) {
@@ -117,7 +175,8 @@ BOOST_AUTO_TEST_CASE(help_lists_the_worker_settings) {
     for (const char* flag :
          {"--no-worker", "--callback-allow-loopback", "--callback-allow-private",
           "--callback-allow-hosts", "--signing-secret", "--callback-timeout-ms", "--max-per-host",
-          "--result-deadline-ms", "--worker-concurrency", "TIMEWHEELD_SIGNING_SECRET"}) {
+          "--result-deadline-ms", "--worker-concurrency", "TIMEWHEELD_SIGNING_SECRET",
+          "--signing-secret-for", "--signing-send-v1"}) {
         BOOST_TEST(help.find(flag) != std::string::npos, flag);
     }
 }

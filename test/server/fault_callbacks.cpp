@@ -178,17 +178,20 @@ BOOST_AUTO_TEST_CASE(the_sink_verifies_the_signature_over_the_body_it_received) 
     BOOST_TEST(r.body == body);
     const auto header = r.header("Timewheel-Signature");
     BOOST_TEST_REQUIRE(header.has_value());
-    BOOST_TEST(ts::signature_matches(*header, secret, r.body), *header);
+    BOOST_TEST(ts::signature_matches(r, secret, sink.url()), *header);
     // The check can fail: another secret, another body.
-    BOOST_TEST(!ts::signature_matches(*header, secret + "x", r.body));
-    BOOST_TEST(!ts::signature_matches(*header, secret, r.body + " "));
+    BOOST_TEST(!ts::signature_matches(r, secret + "x", sink.url()));
+    auto changed = r;
+    changed.body += " ";
+    BOOST_TEST(!ts::signature_matches(changed, secret, sink.url()));
     // t is the time of sending, on this machine's clock.
     const auto parts = ts::split_signature(*header);
     BOOST_TEST_REQUIRE(parts.has_value());
     const auto t = std::stoll(parts->t);
     BOOST_TEST(std::abs(t - ts::now_ms() / 1000) < 300);
     // The service's own receiver-side check agrees.
-    BOOST_TEST(timewheeld::callback::verify_signature(*header, secret, r.body,
+    BOOST_TEST(timewheeld::callback::verify_signature(*header, secret,
+                                                      {r.method, sink.url(), "signed-1", 1, r.body},
                                                       std::chrono::system_clock::now()));
 }
 

@@ -3,6 +3,7 @@
 //
 #include <timewheeld/api/settings.hpp>
 
+#include <algorithm>
 #include <cctype>
 #include <charconv>
 #include <cstdlib>
@@ -18,6 +19,9 @@ struct option {
     std::string_view value_name; // empty: a switch, given alone (or as --flag=true/false)
     std::string_view help;
     std::function<void(settings&, std::string_view)> set;
+    /// For a list that each use of the flag adds to: empties it before the first flag, so
+    /// that flags replace what the variable gave (a flag wins) rather than add to it.
+    std::function<void(settings&)> reset = {};
 };
 
 std::int64_t integer(std::string_view name, std::string_view v, std::int64_t min,
@@ -68,26 +72,36 @@ std::function<void(settings&, std::string_view)> boolean(bool settings::*member,
     return [=](settings& s, std::string_view v) { s.*member = truth(name, v); };
 }
 
-// A comma-separated list, each item non-empty; host names are compared in lower case.
+// "a,b,c": each part must be non-empty.
+std::vector<std::string> split_list(const std::string& name, std::string_view v) {
+    std::vector<std::string> out;
+    for (;;) {
+        const auto comma = v.find(',');
+        const auto part = v.substr(0, comma);
+        if (part.empty()) {
+            throw std::invalid_argument(name + ": an empty entry in the list");
+        }
+        out.emplace_back(part);
+        if (comma == std::string_view::npos) {
+            return out;
+        }
+        v = v.substr(comma + 1);
+    }
+}
+
+// A comma-separated list (split_list); host names are compared in lower case.
 std::function<void(settings&, std::string_view)> list(std::vector<std::string> settings::*member,
                                                       std::string_view name, bool lower_case) {
     return [=](settings& s, std::string_view v) {
-        (s.*member).clear();
-        while (!v.empty()) {
-            const auto comma = v.find(',');
-            auto item = v.substr(0, comma);
-            v = comma == std::string_view::npos ? std::string_view() : v.substr(comma + 1);
-            if (item.empty()) {
-                throw std::invalid_argument(std::string(name) + ": an empty item");
-            }
-            std::string text(item);
-            if (lower_case) {
-                for (auto& c : text) {
+        auto items = split_list(std::string(name), v);
+        if (lower_case) {
+            for (auto& item : items) {
+                for (auto& c : item) {
                     c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
                 }
             }
-            (s.*member).push_back(std::move(text));
         }
+        s.*member = std::move(items);
     };
 }
 
@@ -134,12 +148,13 @@ const std::vector<option>& options() {
          list(&settings::allowed_origins, "--allowed-origins", false)},
         {"max-callback-url-bytes", "N", "longest callback.url (default 2048)",
          [](settings& s, std::string_view v) {
-             s.validation.max_callback_url_bytes =
+             s.validation.callback.max_url_length =
                  static_cast<std::size_t>(integer("--max-callback-url-bytes", v, 16, 65536));
          }},
-        {"max-callback-headers", "N", "most entries in callback.headers (default 32)",
+        {"max-callback-headers", "N",
+         "most entries in callback.headers and callback.secret_headers together (default 32)",
          [](settings& s, std::string_view v) {
-             s.validation.max_callback_headers =
+             s.validation.callback.max_headers =
                  static_cast<std::size_t>(integer("--max-callback-headers", v, 0, 1000));
          }},
         {"idle-timeout-ms", "MS", "close keep-alive connections idle this long (default 60000)",
@@ -180,9 +195,46 @@ const std::vector<option>& options() {
          "comma-separated host names callbacks may reach ('*.example.com' for subdomains); "
          "default: any host whose address is allowed",
          list(&settings::callback_allow_hosts, "--callback-allow-hosts", true)},
-        {"signing-secret", "SECRET",
-         "sign every callback's body with HMAC-SHA256 (Timewheel-Signature; prefer the variable)",
-         [](settings& s, std::string_view v) { s.signing_secret = v; }},
+        {"signing-secret", "SECRETS",
+         "sign every callback (Timewheel-Signature, v2: method, URL, Idempotency-Key, attempt, "
+         "time and body) with HMAC-SHA256; comma-separated or repeated for several at once "
+         "(one v2 entry each, to rotate a secret without downtime); prefer the variable",
+         [](settings& s, std::string_view v) {
+             for (auto& secret : split_list("--signing-secret", v)) {
+                 s.signing_secrets.push_back(std::move(secret));
+             }
+         },
+         [](settings& s) { s.signing_secrets.clear(); }},
+        {"signing-secret-for", "HOST=SECRETS",
+         "sign callbacks to HOST (exact, case-insensitive) with its own secrets instead; "
+         "repeat for more hosts, ';' between hosts in the variable "
+         "(a.example=s1;b.example=s2,s3)",
+         [](settings& s, std::string_view v) {
+             while (!v.empty()) {
+                 const auto semi = v.find(';');
+                 const auto item = v.substr(0, semi);
+                 v = semi == std::string_view::npos ? std::string_view() : v.substr(semi + 1);
+                 const auto eq = item.find('=');
+                 if (eq == std::string_view::npos || eq == 0) {
+                     throw std::invalid_argument(
+                         "--signing-secret-for: expected HOST=SECRET[,SECRET...], not '" +
+                         std::string(item.substr(0, eq)) + "...'");
+                 }
+                 std::string host(item.substr(0, eq));
+                 for (auto& c : host) {
+                     c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+                 }
+                 auto& list = s.signing_secrets_for[host];
+                 for (auto& secret :
+                      split_list("--signing-secret-for " + host, item.substr(eq + 1))) {
+                     list.push_back(std::move(secret));
+                 }
+             }
+         },
+         [](settings& s) { s.signing_secrets_for.clear(); }},
+        {"signing-send-v1", "",
+         "also send the old v1 signature entries (body only), while receivers move to v2",
+         boolean(&settings::signing_send_v1, "--signing-send-v1")},
         {"callback-timeout-ms", "MS",
          "a callback's whole call when its task gives no timeout_ms (default 10000)",
          millis(&settings::callback_timeout, "--callback-timeout-ms")},
@@ -224,6 +276,7 @@ parsed_settings parse_settings(int argc, const char* const* argv,
             }
         }
     }
+    std::vector<const option*> reset; // the lists a flag has replaced already
     for (int i = 1; i < argc; ++i) {
         std::string_view a = argv[i];
         if (a == "--help" || a == "-h") {
@@ -256,6 +309,10 @@ parsed_settings parse_settings(int argc, const char* const* argv,
                 throw std::invalid_argument("--" + std::string(a) + " needs a value");
             }
             value = argv[++i];
+        }
+        if (found->reset && std::find(reset.begin(), reset.end(), found) == reset.end()) {
+            found->reset(r.settings);
+            reset.push_back(found);
         }
         found->set(r.settings, *value);
     }

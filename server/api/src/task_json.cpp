@@ -3,6 +3,8 @@
 //
 #include <timewheeld/api/task_json.hpp>
 
+#include <timewheeld/callback/utf8.hpp>
+
 #include <boost/json/parse.hpp>
 #include <boost/json/serialize.hpp>
 
@@ -85,73 +87,6 @@ bool has_control(std::string_view s) {
     });
 }
 
-bool is_tchar(char c) {
-    return std::isalnum(static_cast<unsigned char>(c)) ||
-           std::string_view("!#$%&'*+-.^_`|~").find(c) != std::string_view::npos;
-}
-
-bool iequals(std::string_view a, std::string_view b) {
-    return a.size() == b.size() && std::equal(a.begin(), a.end(), b.begin(), [](char x, char y) {
-               return std::tolower(static_cast<unsigned char>(x)) ==
-                      std::tolower(static_cast<unsigned char>(y));
-           });
-}
-
-void check_url(std::string_view url, const validation_limits& limits) {
-    const std::string field = "callback.url";
-    if (url.size() > limits.max_callback_url_bytes) {
-        throw invalid_field(field, "longer than " + std::to_string(limits.max_callback_url_bytes) +
-                                       " bytes");
-    }
-    std::string_view rest;
-    if (url.size() >= 7 && iequals(url.substr(0, 7), "http://")) {
-        rest = url.substr(7);
-    } else if (url.size() >= 8 && iequals(url.substr(0, 8), "https://")) {
-        rest = url.substr(8);
-    } else {
-        throw invalid_field(field, "must be an absolute http:// or https:// URL");
-    }
-    if (std::any_of(url.begin(), url.end(), [](char c) {
-            const auto u = static_cast<unsigned char>(c);
-            return u <= 0x20 || u >= 0x7f;
-        })) {
-        throw invalid_field(field, "must not contain spaces, control or non-ASCII bytes");
-    }
-    const std::string_view authority = rest.substr(0, rest.find_first_of("/?#"));
-    std::string_view host = authority.substr(authority.rfind('@') + 1);
-    std::string_view port;
-    if (host.starts_with('[')) {
-        const auto close = host.find(']');
-        if (close == std::string_view::npos || close == 1 ||
-            (close + 1 < host.size() && host[close + 1] != ':')) {
-            throw invalid_field(field, "malformed IPv6 host");
-        }
-        if (close + 1 < host.size()) {
-            port = host.substr(close + 2);
-            if (port.empty()) {
-                throw invalid_field(field, "malformed port");
-            }
-        }
-        host = host.substr(0, close + 1);
-    } else if (const auto colon = host.find(':'); colon != std::string_view::npos) {
-        port = host.substr(colon + 1);
-        host = host.substr(0, colon);
-        if (port.empty()) {
-            throw invalid_field(field, "malformed port");
-        }
-    }
-    if (host.empty()) {
-        throw invalid_field(field, "has no host");
-    }
-    if (!port.empty()) {
-        int p = 0;
-        auto [end, ec] = std::from_chars(port.data(), port.data() + port.size(), p);
-        if (ec != std::errc() || end != port.data() + port.size() || p < 1 || p > 65535) {
-            throw invalid_field(field, "malformed port");
-        }
-    }
-}
-
 // The due time of a body: exactly one of due_at and delay_ms, or neither when `fallback`.
 dq::due_time parse_due(const json::object& o, std::optional<dq::due_time> fallback) {
     const auto* at = o.if_contains("due_at");
@@ -199,8 +134,14 @@ void expect(std::string_view s, std::size_t at, std::string_view chars) {
     }
 }
 
+// What a store kept, shown: valid UTF-8 whatever it holds (an error quoting a receiver's
+// bytes, cut at a byte count by an older version).
+json::value shown(std::string_view s) {
+    return json::value(callback::valid_utf8(s));
+}
+
 json::value optional_string(const std::string& s) {
-    return s.empty() ? json::value(nullptr) : json::value(s);
+    return s.empty() ? json::value(nullptr) : shown(s);
 }
 
 } // namespace
@@ -294,73 +235,14 @@ void check_id(std::string_view id, const validation_limits& limits, std::string_
     }
 }
 
-callback_spec parse_callback(const json::value& v, const validation_limits& limits) {
-    const auto& o = as_object(v, "callback");
-    only_known(o, "callback", {"url", "method", "headers", "body", "timeout_ms"});
-    callback_spec c;
-    const auto* url = o.if_contains("url");
-    if (!url) {
-        throw invalid_field("callback.url", "is required");
+std::string parse_callback_payload(const json::value& v, const validation_limits& limits) {
+    try {
+        const auto spec = callback::parse_callback(v, limits.callback);
+        return json::serialize(callback::to_json(spec));
+    } catch (const callback::payload_error& e) {
+        throw invalid_field(e.field() == "callback" ? e.field() : "callback." + e.field(),
+                            e.message());
     }
-    c.url = as_string(*url, "callback.url");
-    check_url(c.url, limits);
-    if (const auto* m = o.if_contains("method")) {
-        c.method = as_string(*m, "callback.method");
-        static constexpr std::array<std::string_view, 5> methods = {"GET", "POST", "PUT", "PATCH",
-                                                                    "DELETE"};
-        if (std::find(methods.begin(), methods.end(), c.method) == methods.end()) {
-            throw invalid_field("callback.method", "must be GET, POST, PUT, PATCH or DELETE");
-        }
-    }
-    if (const auto* h = o.if_contains("headers")) {
-        const auto& hs = as_object(*h, "callback.headers");
-        if (hs.size() > limits.max_callback_headers) {
-            throw invalid_field("callback.headers",
-                                "more than " + std::to_string(limits.max_callback_headers) +
-                                    " headers");
-        }
-        for (const auto& kv : hs) {
-            const std::string field = "callback.headers." + std::string(kv.key());
-            if (kv.key().empty() || !std::all_of(kv.key().begin(), kv.key().end(), is_tchar)) {
-                throw invalid_field(field, "not a valid header name");
-            }
-            for (std::string_view reserved :
-                 {"host", "content-length", "transfer-encoding", "connection", "upgrade", "te",
-                  "trailer", "keep-alive", "idempotency-key"}) {
-                if (iequals(kv.key(), reserved)) {
-                    throw invalid_field(field, "is set by timewheeld");
-                }
-            }
-            const auto& value = as_string(kv.value(), field);
-            if (has_control(value)) {
-                throw invalid_field(field, "must not contain control characters");
-            }
-        }
-        c.headers = hs;
-    }
-    if (const auto* b = o.if_contains("body")) {
-        c.body = std::string(as_string(*b, "callback.body"));
-    }
-    if (const auto* t = o.if_contains("timeout_ms")) {
-        c.timeout_ms = as_integer(*t, "callback.timeout_ms", 1, limits.max_timeout_ms);
-    }
-    return c;
-}
-
-std::string serialize_callback(const callback_spec& c) {
-    json::object o;
-    o["url"] = c.url;
-    o["method"] = c.method;
-    if (c.headers) {
-        o["headers"] = *c.headers;
-    }
-    if (c.body) {
-        o["body"] = *c.body;
-    }
-    if (c.timeout_ms) {
-        o["timeout_ms"] = *c.timeout_ms;
-    }
-    return json::serialize(o);
 }
 
 dq::task parse_submit(std::string_view body, const validation_limits& limits) {
@@ -377,7 +259,7 @@ dq::task parse_submit(std::string_view body, const validation_limits& limits) {
     if (!cb) {
         throw invalid_field("callback", "is required");
     }
-    t.payload = serialize_callback(parse_callback(*cb, limits));
+    t.payload = parse_callback_payload(*cb, limits);
     if (t.payload.size() > limits.max_payload_bytes) {
         throw invalid_field("callback",
                             "larger than " + std::to_string(limits.max_payload_bytes) + " bytes");
@@ -466,7 +348,7 @@ result_report parse_result(std::string_view body) {
 
 json::object status_to_json(const dq::task_status& s) {
     json::object o;
-    o["id"] = s.id;
+    o["id"] = shown(s.id);
     o["state"] = dq::to_string(s.state);
     o["attempts"] = s.attempt;
     o["due_at"] = format_rfc3339(s.due);
@@ -479,6 +361,7 @@ json::object status_to_json(const dq::task_status& s) {
     boost::system::error_code ec;
     json::value cb = s.payload.empty() ? json::value() : json::parse(s.payload, ec);
     if (!ec && cb.is_object()) {
+        callback::redact(cb.get_object());
         o["callback"] = std::move(cb);
     } else if (s.payload.empty()) {
         // The store no longer keeps it (the Redis store forgets a finished task's record,
@@ -486,12 +369,12 @@ json::object status_to_json(const dq::task_status& s) {
         o["callback"] = nullptr;
     } else {
         // Not submitted through the API (a dq producer's opaque payload).
-        o["payload"] = s.payload;
+        o["payload"] = shown(s.payload);
     }
     json::array log;
     for (const auto& a : s.log) {
         log.push_back(json::object{{"attempt", a.attempt},
-                                   {"worker", a.worker},
+                                   {"worker", shown(a.worker)},
                                    {"started_at", format_rfc3339(a.started)},
                                    {"ended_at", format_rfc3339(a.ended)},
                                    {"outcome", a.outcome},
@@ -504,7 +387,7 @@ json::object status_to_json(const dq::task_status& s) {
 json::object dead_page_to_json(const dq::dead_page& p) {
     json::array entries;
     for (const auto& e : p.entries) {
-        entries.push_back(json::object{{"id", e.id},
+        entries.push_back(json::object{{"id", shown(e.id)},
                                        {"died_at", format_rfc3339(e.died)},
                                        {"attempts", e.attempt},
                                        {"last_error", optional_string(e.last_error)}});

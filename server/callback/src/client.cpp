@@ -10,6 +10,7 @@
 #include <timewheeld/callback/retry_after.hpp>
 #include <timewheeld/callback/signature.hpp>
 #include <timewheeld/callback/url.hpp>
+#include <timewheeld/callback/utf8.hpp>
 
 #include <boost/asio/co_spawn.hpp>
 #include <boost/asio/dispatch.hpp>
@@ -70,11 +71,22 @@ constexpr std::chrono::seconds max_backoff = std::chrono::hours(1);
 // used as the bare socket: every read and write through tcp_stream copies its executor and
 // shared state and checks its timers, a cost at each call that a kept-alive connection does
 // not need (the call's own deadline closes the socket).
+// What a receiver's answer may cost: its header at most header_limit bytes, and the read
+// buffer at most read_buffer_limit, whatever it sends (Beast's parser bounds neither a
+// chunk extension nor trailers by itself: the buffer's own limit does, with
+// http::error::buffer_overflow). The body is bounded by max_response_body, and the time by
+// the call's deadline.
+constexpr std::size_t header_limit = 16 * 1024;
+constexpr std::size_t read_buffer_limit = 64 * 1024;
+// An error text for the log and the task's last_error: valid UTF-8, at most this long (the
+// stores keep 1024 bytes: never cut there, mid code point).
+constexpr std::size_t max_error_bytes = 512;
+
 struct connection {
     std::optional<beast::tcp_stream> plain;     // while connecting
     std::optional<net::ip::tcp::socket> socket; // plain, once connected
     std::optional<beast::ssl_stream<beast::tcp_stream>> tls;
-    beast::flat_buffer buffer;
+    beast::flat_buffer buffer{read_buffer_limit};
     steady::time_point idle_since;
 
     beast::tcp_stream& tcp() { return tls ? beast::get_lowest_layer(*tls) : *plain; }
@@ -388,26 +400,53 @@ net::awaitable<std::unique_ptr<connection>> open_connection(state_ptr st, call_o
 
 using response_parser = http::response_parser<http::string_body>;
 
+// Interim answers (100 Continue, 103 Early Hints) before the final one are read and
+// dropped (RFC 9110 15.2: a client must accept them even unasked); past this many, the
+// receiver is stalling.
+constexpr int max_interim_answers = 8;
+
+// A fresh parser for an answer, with the limits that bound what it may cost.
+void fresh_parser(std::optional<response_parser>& parser, std::size_t body_limit) {
+    parser.emplace();
+    parser->header_limit(header_limit);
+    parser->body_limit(body_limit);
+}
+
 template <class Stream>
 net::awaitable<error_code> exchange(Stream& s, connection& c, call_op& op, const std::string& req,
-                                    response_parser& parser, bool& got_header) {
+                                    std::optional<response_parser>& parser, std::size_t body_limit,
+                                    bool& got_header) {
     error_code ec;
     op.phase = "sending the request";
     co_await net::async_write(s, net::buffer(req), net::redirect_error(net::use_awaitable, ec));
     if (ec)
         co_return ec;
     op.phase = "waiting for the answer";
-    co_await http::async_read_header(s, c.buffer, parser,
-                                     net::redirect_error(net::use_awaitable, ec));
-    if (ec)
-        co_return ec;
+    for (int interim = 0;; ++interim) {
+        fresh_parser(parser, body_limit);
+        co_await http::async_read_header(s, c.buffer, *parser,
+                                         net::redirect_error(net::use_awaitable, ec));
+        // A Content-Length past the body limit fails the header itself, its status read:
+        // that status is the answer, the body is not read.
+        if (ec == http::error::body_limit && parser->get().result_int() >= 200)
+            got_header = true;
+        if (ec)
+            co_return ec;
+        const auto status = parser->get().result_int();
+        if (status >= 200 || status == 101)
+            break;
+        if (interim == max_interim_answers) {
+            got_header = true;
+            co_return error::too_many_interim;
+        }
+    }
     got_header = true;
     // An answer without a body (the usual 200 with Content-Length: 0) is whole already:
     // async_read would only post its completion, a turn of the io_context per call.
-    if (parser.is_done())
+    if (parser->is_done())
         co_return ec;
     op.phase = "reading the answer";
-    co_await http::async_read(s, c.buffer, parser, net::redirect_error(net::use_awaitable, ec));
+    co_await http::async_read(s, c.buffer, *parser, net::redirect_error(net::use_awaitable, ec));
     co_return ec;
 }
 
@@ -419,14 +458,16 @@ bool token_char(char c) {
 // A header that would not go out as one header line (parse_callback refuses them, but a
 // call_request can be made by hand): its name, or nothing when every header is sound.
 std::optional<std::string> bad_header(const callback_spec& spec) {
-    for (const auto& [name, value] : spec.headers) {
-        const bool name_ok = !name.empty() && std::all_of(name.begin(), name.end(), token_char);
-        const bool value_ok = std::none_of(value.begin(), value.end(), [](char c) {
-            const auto u8 = static_cast<unsigned char>(c);
-            return (u8 < 0x20 && c != '\t') || u8 == 0x7f;
-        });
-        if (!name_ok || !value_ok)
-            return name;
+    for (const auto* list : {&spec.headers, &spec.secret_headers}) {
+        for (const auto& [name, value] : *list) {
+            const bool name_ok = !name.empty() && std::all_of(name.begin(), name.end(), token_char);
+            const bool value_ok = std::none_of(value.begin(), value.end(), [](char c) {
+                const auto u8 = static_cast<unsigned char>(c);
+                return (u8 < 0x20 && c != '\t') || u8 == 0x7f;
+            });
+            if (!name_ok || !value_ok)
+                return name;
+        }
     }
     return std::nullopt;
 }
@@ -441,11 +482,14 @@ std::string build_request(const client_options& opt, const url& u, const call_re
     char attempt[16];
     const auto attempt_end = std::to_chars(attempt, attempt + sizeof attempt, req.attempt).ptr;
     std::string signature;
-    if (!opt.signing_secret.empty()) {
+    const auto own = opt.host_signing_secrets.find(u.host);
+    const auto& secrets = own != opt.host_signing_secrets.end() ? own->second : opt.signing_secrets;
+    if (!secrets.empty()) {
         auto now = std::chrono::duration_cast<std::chrono::seconds>(
                        std::chrono::system_clock::now().time_since_epoch())
                        .count();
-        signature = sign(opt.signing_secret, now, spec.body);
+        signature = sign(secrets, now, {spec.method, spec.url, req.task_id, req.attempt, spec.body},
+                         opt.signature_v1);
     }
     const auto verb = http::string_to_verb(spec.method);
     const bool length = !spec.body.empty() || verb == http::verb::post || verb == http::verb::put ||
@@ -456,8 +500,9 @@ std::string build_request(const client_options& opt, const url& u, const call_re
 
     std::size_t size = spec.method.size() + u.target.size() + host.size() + opt.user_agent.size() +
                        req.task_id.size() + signature.size() + spec.body.size() + 160;
-    for (const auto& [name, value] : spec.headers)
-        size += name.size() + value.size() + 4;
+    for (const auto* list : {&spec.headers, &spec.secret_headers})
+        for (const auto& [name, value] : *list)
+            size += name.size() + value.size() + 4;
     std::string r;
     r.reserve(size);
     auto line = [&r](std::string_view name, std::string_view value) {
@@ -472,8 +517,9 @@ std::string build_request(const client_options& opt, const url& u, const call_re
     r += " HTTP/1.1\r\n";
     line("Host", host);
     line("User-Agent", opt.user_agent);
-    for (const auto& [name, value] : spec.headers)
-        line(name, value);
+    for (const auto* list : {&spec.headers, &spec.secret_headers})
+        for (const auto& [name, value] : *list)
+            line(name, value);
     line("Idempotency-Key", req.task_id);
     line("Timewheel-Attempt", std::string_view(attempt, attempt_end - attempt));
     if (!signature.empty())
@@ -489,6 +535,10 @@ net::awaitable<outcome> run_call(state_ptr st, std::shared_ptr<call_op> op, call
     const auto started = steady::now();
     auto done = [&](outcome o) {
         o.result.latency = steady::now() - started;
+        // Errors quote what a receiver sent (a Location) and may be long: shown as they are
+        // only when valid and short.
+        if (o.result.error.size() > max_error_bytes || !is_valid_utf8(o.result.error))
+            o.result.error = valid_utf8(o.result.error, max_error_bytes);
         return o;
     };
     if (st->closed)
@@ -583,13 +633,13 @@ net::awaitable<outcome> run_call(state_ptr st, std::shared_ptr<call_op> op, call
             ++st->stats.reuses;
         }
         op->conn = conn.get();
-        parser.emplace();
-        parser->body_limit(st->opt.max_response_body);
         bool got_header = false;
         if (conn->tls)
-            ec = co_await exchange(*conn->tls, *conn, *op, hreq, *parser, got_header);
+            ec = co_await exchange(*conn->tls, *conn, *op, hreq, parser, st->opt.max_response_body,
+                                   got_header);
         else
-            ec = co_await exchange(*conn->socket, *conn, *op, hreq, *parser, got_header);
+            ec = co_await exchange(*conn->socket, *conn, *op, hreq, parser,
+                                   st->opt.max_response_body, got_header);
         if (op->stopped()) {
             op->conn = nullptr;
             co_return done(stopped_outcome(*op));
@@ -624,6 +674,14 @@ net::awaitable<outcome> run_call(state_ptr st, std::shared_ptr<call_op> op, call
                          " is a redirect" +
                          (loc != res.end() ? " to " + std::string(loc->value()) : "") +
                          "; redirects are not followed";
+    } else if (ec && ec != http::error::body_limit) {
+        // The header came, the rest is broken (a flood of chunk extensions or trailers, a
+        // malformed chunk): whatever the status said, the answer was not whole.
+        o.ec = ec;
+        o.result.verdict = verdict::retry;
+        o.result.error = "HTTP " + std::to_string(o.result.status) + " from " + u.origin() +
+                         ", but its answer was broken (" + ec.message() + " while " + op->phase +
+                         ")";
     } else if (o.result.verdict == verdict::retry || o.result.verdict == verdict::fail) {
         o.result.error = "HTTP " + std::to_string(o.result.status) + " from " + u.origin();
     }

@@ -36,6 +36,8 @@ public:
             return "callback client closed";
         case error::bad_header:
             return "bad callback header";
+        case error::too_many_interim:
+            return "too many interim (1xx) answers";
         }
         return "unknown callback error";
     }

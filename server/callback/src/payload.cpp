@@ -55,13 +55,52 @@ const json::string& want_string(const json::value& v, const std::string& field) 
 }
 } // namespace
 
+namespace {
+// One object of headers ("headers" or "secret_headers") into `out`. `other` holds what the
+// other object gave (a name may not be in both: which value would be sent?); `count` and
+// `bytes` are the headers, and their names and values, of both so far.
+void parse_headers(const json::value& h, const std::string& what,
+                   std::vector<std::pair<std::string, std::string>>& out,
+                   const std::vector<std::pair<std::string, std::string>>& other,
+                   std::size_t& count, std::size_t& bytes, const payload_limits& limits) {
+    if (!h.is_object())
+        throw payload_error(what, "must be an object of strings");
+    for (const auto& kv : h.get_object()) {
+        std::string name(kv.key());
+        std::string field = what + "." + name;
+        if (name.empty() || !std::all_of(name.begin(), name.end(), token_char))
+            throw payload_error(field, "is not a valid header name");
+        if (reserved_header(name))
+            throw payload_error(field, "is set by timewheeld and cannot be given");
+        if (std::any_of(other.begin(), other.end(),
+                        [&](const auto& kv2) { return lower(kv2.first) == lower(name); }))
+            throw payload_error(field, "is in both headers and secret_headers");
+        const auto& value = want_string(kv.value(), field);
+        if (std::any_of(value.begin(), value.end(), [](char c) {
+                auto u8 = static_cast<unsigned char>(c);
+                return (u8 < 0x20 && c != '\t') || u8 == 0x7f;
+            }))
+            throw payload_error(field, "has a control character (CR, LF, NUL, ...)");
+        if (++count > limits.max_headers)
+            throw payload_error(what, "more than " + std::to_string(limits.max_headers) +
+                                          " headers (headers and secret_headers together)");
+        bytes += name.size() + value.size();
+        if (bytes > limits.max_header_bytes)
+            throw payload_error(what, "more than " + std::to_string(limits.max_header_bytes) +
+                                          " bytes of names and values (headers and "
+                                          "secret_headers together)");
+        out.emplace_back(std::move(name), std::string(value));
+    }
+}
+} // namespace
+
 callback_spec parse_callback(const json::value& v, const payload_limits& limits) {
     if (!v.is_object())
         throw payload_error("callback", "must be an object");
     const auto& o = v.get_object();
     for (const auto& kv : o) {
-        static constexpr std::array<std::string_view, 5> known = {"url", "method", "headers",
-                                                                  "body", "timeout_ms"};
+        static constexpr std::array<std::string_view, 6> known = {
+            "url", "method", "headers", "secret_headers", "body", "timeout_ms"};
         if (std::find(known.begin(), known.end(), std::string_view(kv.key())) == known.end())
             throw payload_error(std::string(kv.key()), "unknown field");
     }
@@ -88,34 +127,13 @@ callback_spec parse_callback(const json::value& v, const payload_limits& limits)
                                               "\" is not one of GET, POST, PUT, PATCH, DELETE");
     }
 
-    if (const auto* h = o.if_contains("headers")) {
-        if (!h->is_object())
-            throw payload_error("headers", "must be an object of strings");
-        const auto& ho = h->get_object();
-        if (ho.size() > limits.max_headers)
-            throw payload_error("headers",
-                                "more than " + std::to_string(limits.max_headers) + " headers");
-        std::size_t bytes = 0;
-        for (const auto& kv : ho) {
-            std::string name(kv.key());
-            std::string field = "headers." + name;
-            if (name.empty() || !std::all_of(name.begin(), name.end(), token_char))
-                throw payload_error(field, "is not a valid header name");
-            if (reserved_header(name))
-                throw payload_error(field, "is set by timewheeld and cannot be given");
-            const auto& value = want_string(kv.value(), field);
-            if (std::any_of(value.begin(), value.end(), [](char c) {
-                    auto u8 = static_cast<unsigned char>(c);
-                    return (u8 < 0x20 && c != '\t') || u8 == 0x7f;
-                }))
-                throw payload_error(field, "has a control character (CR, LF, NUL, ...)");
-            bytes += name.size() + value.size();
-            spec.headers.emplace_back(std::move(name), std::string(value));
-        }
-        if (bytes > limits.max_header_bytes)
-            throw payload_error("headers", "more than " + std::to_string(limits.max_header_bytes) +
-                                               " bytes of names and values");
-    }
+    std::size_t count = 0;
+    std::size_t bytes = 0;
+    if (const auto* h = o.if_contains("headers"))
+        parse_headers(*h, "headers", spec.headers, spec.secret_headers, count, bytes, limits);
+    if (const auto* h = o.if_contains("secret_headers"))
+        parse_headers(*h, "secret_headers", spec.secret_headers, spec.headers, count, bytes,
+                      limits);
 
     if (const auto* b = o.if_contains("body")) {
         spec.body = want_string(*b, "body");
@@ -156,14 +174,27 @@ json::object to_json(const callback_spec& spec) {
     json::object o;
     o["url"] = spec.url;
     o["method"] = spec.method;
-    json::object h;
-    for (const auto& [name, value] : spec.headers)
-        h[name] = value;
-    o["headers"] = std::move(h);
-    o["body"] = spec.body;
+    auto headers = [&](const char* key, const auto& list) {
+        if (list.empty())
+            return;
+        json::object h;
+        for (const auto& [name, value] : list)
+            h[name] = value;
+        o[key] = std::move(h);
+    };
+    headers("headers", spec.headers);
+    headers("secret_headers", spec.secret_headers);
+    if (!spec.body.empty())
+        o["body"] = spec.body;
     if (spec.timeout.count() > 0)
         o["timeout_ms"] = spec.timeout.count();
     return o;
+}
+
+void redact(json::object& callback) {
+    if (auto* h = callback.if_contains("secret_headers"); h && h->is_object())
+        for (auto& kv : h->get_object())
+            kv.value() = "***";
 }
 
 } // namespace timewheeld::callback

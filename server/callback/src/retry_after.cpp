@@ -49,13 +49,13 @@ std::optional<std::chrono::seconds> parse_retry_after(std::string_view value,
     value = trim(value);
     if (value.empty())
         return std::nullopt;
+    // A huge wait still means "much later", within what any clock can add without
+    // overflowing (68 years).
+    constexpr std::int64_t most = std::int64_t{1} << 31;
     if (std::all_of(value.begin(), value.end(),
                     [](char c) { return std::isdigit(static_cast<unsigned char>(c)); })) {
         std::int64_t n = 0;
         auto [ptr, ec] = std::from_chars(value.data(), value.data() + value.size(), n);
-        // A huge number still means "much later", within what a clock can add without
-        // overflowing.
-        constexpr std::int64_t most = std::int64_t{1} << 31;
         if (ec == std::errc::result_out_of_range || n > most)
             n = most;
         else if (ec != std::errc{} || ptr != value.data() + value.size())
@@ -65,11 +65,19 @@ std::optional<std::chrono::seconds> parse_retry_after(std::string_view value,
     auto t = parse_http_date(value);
     if (!t)
         return std::nullopt;
-    auto when = std::chrono::system_clock::from_time_t(*t);
-    if (when <= now)
+    // In seconds, never as a system_clock time_point: nanoseconds since 1970 overflow in
+    // 2262, and a receiver may well name the year 9999. A date is at most a few hundred
+    // billion seconds away, far from overflowing an int64; the clamp keeps it sane.
+    const std::int64_t when = *t;
+    const std::int64_t now_s =
+        std::chrono::duration_cast<std::chrono::seconds>(now.time_since_epoch()).count();
+    if (when <= now_s)
         return std::chrono::seconds(0);
-    // Rounded up: waiting a fraction of a second too little would come back too early.
-    return std::chrono::ceil<std::chrono::seconds>(when - now);
+    // Rounded up: waiting a fraction of a second too little would come back too early; from
+    // a now of 10.5 s, a date at 70 s is 60 s away (when - floor(now)).
+    const auto wait = static_cast<std::uint64_t>(when) - static_cast<std::uint64_t>(now_s);
+    return std::chrono::seconds(
+        static_cast<std::int64_t>(std::min(wait, static_cast<std::uint64_t>(most))));
 }
 
 } // namespace timewheeld::callback

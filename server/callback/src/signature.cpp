@@ -7,7 +7,6 @@
 #include <charconv>
 #include <optional>
 #include <stdexcept>
-#include <vector>
 
 namespace timewheeld::callback {
 
@@ -26,21 +25,39 @@ std::string hmac_hex(std::string_view secret, std::string_view message) {
     }
     return hex;
 }
-
-std::string signed_text(std::int64_t t, std::string_view body) {
-    std::string s = std::to_string(t);
-    s += '.';
-    s.append(body);
-    return s;
-}
 } // namespace
 
-std::string sign(std::string_view secret, std::int64_t unix_seconds, std::string_view body) {
-    return "t=" + std::to_string(unix_seconds) +
-           ",v1=" + hmac_hex(secret, signed_text(unix_seconds, body));
+std::string canonical_v2(std::int64_t t, const signed_request& r) {
+    std::string s = std::to_string(t);
+    s.reserve(s.size() + r.method.size() + r.url.size() + r.idempotency_key.size() + r.body.size() +
+              16);
+    for (std::string_view line : {r.method, r.url, r.idempotency_key}) {
+        s += '\n';
+        s.append(line);
+    }
+    s += '\n';
+    s += std::to_string(r.attempt);
+    s += '\n';
+    s.append(r.body);
+    return s;
 }
 
-bool verify_signature(std::string_view header, std::string_view secret, std::string_view body,
+std::string sign(const std::vector<std::string>& secrets, std::int64_t t, const signed_request& r,
+                 bool with_v1) {
+    std::string header = "t=" + std::to_string(t);
+    const auto text = canonical_v2(t, r);
+    for (const auto& secret : secrets)
+        header += ",v2=" + hmac_hex(secret, text);
+    if (with_v1) {
+        std::string v1 = std::to_string(t) + ".";
+        v1.append(r.body);
+        for (const auto& secret : secrets)
+            header += ",v1=" + hmac_hex(secret, v1);
+    }
+    return header;
+}
+
+bool verify_signature(std::string_view header, std::string_view secret, const signed_request& r,
                       std::chrono::system_clock::time_point now, std::chrono::seconds tolerance) {
     std::optional<std::int64_t> t;
     std::vector<std::string_view> candidates;
@@ -55,17 +72,21 @@ bool verify_signature(std::string_view header, std::string_view secret, std::str
             if (ec != std::errc{} || p != digits.data() + digits.size() || t)
                 return false;
             t = v;
-        } else if (item.starts_with("v1=")) {
+        } else if (item.starts_with("v2=")) {
             candidates.push_back(item.substr(3));
         }
     }
     if (!t || candidates.empty())
         return false;
-    auto at = std::chrono::system_clock::time_point(std::chrono::seconds(*t));
-    auto skew = at > now ? at - now : now - at;
-    if (skew > tolerance)
+    // In seconds: a t far from now (a forged header) must not overflow a time_point.
+    const auto now_s =
+        std::chrono::duration_cast<std::chrono::seconds>(now.time_since_epoch()).count();
+    const auto skew = *t > now_s
+                          ? static_cast<std::uint64_t>(*t) - static_cast<std::uint64_t>(now_s)
+                          : static_cast<std::uint64_t>(now_s) - static_cast<std::uint64_t>(*t);
+    if (skew > static_cast<std::uint64_t>(tolerance.count()))
         return false;
-    auto expected = hmac_hex(secret, signed_text(*t, body));
+    auto expected = hmac_hex(secret, canonical_v2(*t, r));
     for (auto c : candidates)
         if (c.size() == expected.size() && CRYPTO_memcmp(c.data(), expected.data(), c.size()) == 0)
             return true;

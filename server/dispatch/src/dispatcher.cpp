@@ -28,16 +28,15 @@ options options_from(const api::settings& s) {
     o.client.policy.allow_loopback = s.callback_allow_loopback;
     o.client.policy.allow_private = s.callback_allow_private;
     o.client.policy.allowed_hosts = s.callback_allow_hosts;
-    o.client.signing_secret = s.signing_secret;
+    o.client.signing_secrets = s.signing_secrets;
+    o.client.host_signing_secrets = s.signing_secrets_for;
+    o.client.signature_v1 = s.signing_send_v1;
     o.client.total_timeout = s.callback_timeout;
     o.client.connect_timeout = std::min(o.client.connect_timeout, s.callback_timeout);
     o.client.max_connections_per_host = s.max_per_host;
-    o.client.max_url_length = s.validation.max_callback_url_bytes;
-    // What the API accepted must parse here too: its limits, not the parser's defaults.
-    o.payload.max_url_length = s.validation.max_callback_url_bytes;
-    o.payload.max_headers = s.validation.max_callback_headers;
-    o.payload.max_body = s.validation.max_payload_bytes;
-    o.payload.max_timeout = std::chrono::milliseconds(s.validation.max_timeout_ms);
+    o.client.max_url_length = s.validation.callback.max_url_length;
+    // The limits the API validated the callback with: what it accepted parses here too.
+    o.payload = s.validation.callback;
     o.result_deadline = s.result_deadline;
     o.lease = s.lease;
     o.concurrency = s.worker_concurrency;

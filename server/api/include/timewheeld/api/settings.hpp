@@ -14,6 +14,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <functional>
+#include <map>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -52,7 +53,7 @@ struct settings {
     std::chrono::milliseconds store_timeout{5000};     ///< one store operation
     std::chrono::milliseconds shutdown_timeout{10000}; ///< in-flight requests after SIGTERM
     api::log_level log_level = api::log_level::info;
-    validation_limits validation; ///< callback URL length, header count...
+    validation_limits validation; ///< the callback's limits (the worker's too), id length...
 
     // The worker side (server/dispatch/): the callbacks of due tasks.
     bool worker = true;                   ///< false (--no-worker): the API alone
@@ -60,7 +61,13 @@ struct settings {
     bool callback_allow_loopback = false; ///< SSRF: callbacks may reach 127/8 and ::1
     bool callback_allow_private = false;  ///< SSRF: ... and 10/8, 172.16/12, 192.168/16, fc00::/7
     std::vector<std::string> callback_allow_hosts; ///< when not empty, only these hosts
-    std::string signing_secret; ///< when set, callbacks carry Timewheel-Signature
+    /// When not empty, callbacks carry Timewheel-Signature, one v2 entry per secret (two
+    /// while one is rotated).
+    std::vector<std::string> signing_secrets;
+    /// Destination hosts (lower-case) with secrets of their own, used instead of
+    /// signing_secrets for callbacks to them.
+    std::map<std::string, std::vector<std::string>, std::less<>> signing_secrets_for;
+    bool signing_send_v1 = false; ///< also send the v1 entries (the body alone signed)
     std::chrono::milliseconds callback_timeout{10000}; ///< a callback without its own timeout_ms
     std::size_t max_per_host = 8; ///< callbacks in flight to one origin, per thread
     std::chrono::milliseconds result_deadline{300000}; ///< after a 202, wait this long for /result

@@ -7,17 +7,15 @@
 // invalid_field, which names the field ("callback.url", "retry.cap_ms"...): the API answers
 // 400 with that name, and nothing has been stored.
 //
-// The payload of a dq::task is the callback object, validated and re-serialized:
-//
-//   {"url": "https://example.com/hook", "method": "POST",
-//    "headers": {"Content-Type": "application/json"}, "body": "...", "timeout_ms": 5000}
-//
-// `url` is always there and `method` defaults to "POST"; `headers`, `body` and
-// `timeout_ms` are present only when the client gave them. The callback side parses this
-// same shape.
+// The payload of a dq::task is the callback object, validated by the callback side's one
+// parser (timewheeld/callback/payload.hpp, callback::parse_callback) and stored as it
+// serializes it (callback::to_json): the worker reads it back with the same parser and the
+// same limits. Its errors become invalid_field "callback.<field>".
 //
 #ifndef TIMEWHEELD_API_TASK_JSON_HPP
 #define TIMEWHEELD_API_TASK_JSON_HPP
+
+#include <timewheeld/callback/payload.hpp>
 
 #include <timewheel/dq/task.hpp>
 
@@ -56,21 +54,10 @@ private:
 /// What the validation accepts.
 struct validation_limits {
     std::size_t max_id_bytes = 256;             ///< a task id (the store's limit)
-    std::size_t max_callback_url_bytes = 2048;  ///< callback.url
-    std::size_t max_callback_headers = 32;      ///< entries of callback.headers
+    callback::payload_limits callback;          ///< the callback (the worker's limits too)
     std::size_t max_payload_bytes = 512 * 1024; ///< the serialized callback (the store's limit)
-    std::int64_t max_timeout_ms = 600000;       ///< callback.timeout_ms
     std::uint32_t max_attempts = 1000;          ///< retry.attempts
     std::int64_t max_backoff_ms = 7LL * 24 * 3600 * 1000; ///< retry.base_ms and retry.cap_ms
-};
-
-/// The callback of a task: what the payload holds.
-struct callback_spec {
-    std::string url;
-    std::string method = "POST";
-    std::optional<boost::json::object> headers;
-    std::optional<std::string> body;
-    std::optional<std::int64_t> timeout_ms;
 };
 
 /// A result reported by POST /v1/tasks/{id}/result for an attempt that answered 202.
@@ -96,11 +83,9 @@ result_report parse_result(std::string_view body);
 /// Checks a task id (from a body or a path). @throws invalid_field naming `field`
 void check_id(std::string_view id, const validation_limits& limits, std::string_view field = "id");
 
-/// Checks a callback object and returns it. @throws invalid_field ("callback.*")
-callback_spec parse_callback(const boost::json::value& v, const validation_limits& limits);
-
-/// The payload stored for a callback (see the top of this file).
-std::string serialize_callback(const callback_spec& c);
+/// The payload stored for a callback object (see the top of this file).
+/// @throws invalid_field ("callback.*")
+std::string parse_callback_payload(const boost::json::value& v, const validation_limits& limits);
 
 /// An RFC 3339 time ("2026-11-26T01:02:03.456Z", offsets allowed), in milliseconds
 /// (further digits are cut). @throws std::invalid_argument saying what is wrong
@@ -109,10 +94,11 @@ dq::time_point parse_rfc3339(std::string_view s);
 /// A time as RFC 3339 in UTC with milliseconds: "2026-11-26T01:02:03.456Z".
 std::string format_rfc3339(dq::time_point t);
 
-/// A task as GET /v1/tasks/{id} shows it.
+/// A task as GET /v1/tasks/{id} shows it: the values of the callback's secret_headers are
+/// "***", and every text the store kept (last_error, the log's errors) is valid UTF-8.
 boost::json::object status_to_json(const dq::task_status& s);
 
-/// A page of dead letters as GET /v1/dead shows it.
+/// A page of dead letters as GET /v1/dead shows it (last_error as valid UTF-8).
 boost::json::object dead_page_to_json(const dq::dead_page& p);
 
 /// The body of an error answer: {"error": {"code": ..., "field": ..., "message": ...}}

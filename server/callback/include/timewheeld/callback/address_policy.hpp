@@ -14,7 +14,11 @@
 //   multicast    224/4                                 ff00::/8          never
 //   reserved     240/4 (incl. 255.255.255.255)         -                 never
 //
-// IPv4-mapped IPv6 addresses (::ffff:a.b.c.d) are judged as the IPv4 address they carry.
+// IPv6 addresses that carry an IPv4 address are judged as that IPv4 address: IPv4-mapped
+// (::ffff:a.b.c.d), IPv4-compatible (::a.b.c.d), NAT64 (64:ff9b::/96, and the local-use
+// 64:ff9b:1::/48 in its /96 form, the IPv4 address in the last 32 bits; any other address
+// of the local-use prefix is private) and 6to4 (2002::/16, the IPv4 address in bits
+// 16-47): 64:ff9b::7f00:1 and 2002:7f00:1:: are loopback.
 //
 
 #ifndef TIMEWHEELD_CALLBACK_ADDRESS_POLICY_HPP
@@ -38,7 +42,7 @@ enum class address_class {
     reserved,
 };
 
-/// What `a` is; IPv4-mapped IPv6 addresses are judged as IPv4.
+/// What `a` is; IPv6 addresses that carry an IPv4 address are judged as that address.
 address_class classify(const boost::asio::ip::address& a) noexcept;
 
 /// "loopback", "private", "link-local", ... (for error texts).

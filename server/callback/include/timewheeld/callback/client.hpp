@@ -17,7 +17,11 @@
 //
 //   2xx except 202 -> success          202 -> accepted
 //   408, 429, 5xx  -> retry            3xx -> fail (error::redirect_refused)
-//   other 4xx, 1xx -> fail             no answer (refused, reset, timeout, DNS) -> retry
+//   other 4xx, 101 -> fail             no answer (refused, reset, timeout, DNS) -> retry
+//   a broken answer (a header past 16 KiB, a chunk extension or trailers past the 64 KiB
+//     read buffer, a malformed chunk, more than 8 interim 1xx answers) -> retry
+//   (interim 1xx answers, 100 Continue included, are skipped; a body past
+//   max_response_body is not read, and the verdict follows the status)
 //   a URL, host or address the policy refuses, an untrusted certificate -> fail
 //   a header name that is not a token or a value with a control character -> fail
 //     (error::bad_header; parse_callback refuses them already)
@@ -41,9 +45,12 @@
 #include <chrono>
 #include <cstddef>
 #include <cstdint>
+#include <functional>
+#include <map>
 #include <memory>
 #include <optional>
 #include <string>
+#include <vector>
 
 namespace timewheeld::callback {
 
@@ -67,8 +74,15 @@ struct client_options {
     /// SSRF: which addresses and hosts may be called. Refuses loopback, private and
     /// link-local addresses by default.
     address_policy policy;
-    /// With a secret, every call carries Timewheel-Signature (see signature.hpp).
-    std::string signing_secret;
+    /// With secrets, every call carries Timewheel-Signature (see signature.hpp): one v2
+    /// entry per secret (give the new one and the old one while a secret is rotated).
+    std::vector<std::string> signing_secrets;
+    /// Secrets of one destination host (lower-case, as url::host; exact): a call to such a
+    /// host is signed with these instead of signing_secrets.
+    std::map<std::string, std::vector<std::string>, std::less<>> host_signing_secrets;
+    /// Also send the v1 entries (the body alone signed; see signature.hpp), for receivers
+    /// that have not moved to v2 yet. Off by default.
+    bool signature_v1 = false;
     /// https: verify the peer's certificate and name (default on). With a CA file, trust
     /// its certificates (PEM) instead of the system's.
     bool verify_certificates = true;

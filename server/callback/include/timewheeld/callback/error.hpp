@@ -29,6 +29,7 @@ enum class error {
     tls_verify_failed,  ///< the host's certificate is not trusted (or names another host)
     client_closed,      ///< close() or the client's destructor ended the call
     bad_header,         ///< a header name that is not a token, or a value with CR, LF, NUL...
+    too_many_interim,   ///< more 1xx answers before the final one than anyone sends
 };
 
 /// The category of timewheeld::callback::error ("timewheeld.callback").

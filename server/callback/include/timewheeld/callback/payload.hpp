@@ -5,10 +5,16 @@
 //
 //     {"url": "https://example.com/hook", "method": "POST",
 //      "headers": {"Content-Type": "application/json"}, "body": "{\"a\":1}",
-//      "timeout_ms": 10000}
+//      "secret_headers": {"Authorization": "Bearer abc"}, "timeout_ms": 10000}
 //
-// Only "url" is required: method defaults to POST, headers to none, body to "", timeout_ms
-// to 0 (the client's default). Every error names the field ("callback.headers.Host: ...").
+// Only "url" is required: method defaults to POST, headers and secret_headers to none, body
+// to "", timeout_ms to 0 (the client's default). Every error names the field
+// ("headers.Host: ..."; the API prefixes "callback."). This is the one parser of a
+// callback: the API validates a submit with it, and the worker reads the stored payload
+// with it, under the same payload_limits.
+//
+// secret_headers are sent exactly like headers (the same rules, counted in the same
+// limits), but the API never shows their values: redact() replaces each with "***".
 //
 
 #ifndef TIMEWHEELD_CALLBACK_PAYLOAD_HPP
@@ -29,6 +35,8 @@ struct callback_spec {
     std::string url;
     std::string method = "POST"; ///< GET, POST, PUT, PATCH or DELETE
     std::vector<std::pair<std::string, std::string>> headers;
+    /// Sent like headers; stored, but never shown by the API (see redact()).
+    std::vector<std::pair<std::string, std::string>> secret_headers;
     std::string body;
     std::chrono::milliseconds timeout{0}; ///< 0: the client's default
 
@@ -41,20 +49,26 @@ class payload_error : public std::invalid_argument {
 public:
     payload_error(std::string field, const std::string& why)
         : std::invalid_argument(field + ": " + why)
-        , field_(std::move(field)) {}
+        , field_(std::move(field))
+        , why_(why) {}
     const std::string& field() const noexcept { return field_; }
+    /// What is wrong, without the field's name.
+    const std::string& message() const noexcept { return why_; }
 
 private:
     std::string field_;
+    std::string why_;
 };
 
-/// Limits of a callback; the API may narrow them.
+/// Limits of a callback: one object, which the API validates submits with and the worker
+/// reads stored payloads with (the settings hold it: --max-callback-url-bytes and
+/// --max-callback-headers set it), so that what the API accepted always parses again.
 struct payload_limits {
     std::size_t max_url_length = 2048;
-    std::size_t max_headers = 32;
-    std::size_t max_header_bytes = 8192; ///< names and values together
+    std::size_t max_headers = 32;        ///< headers and secret_headers together
+    std::size_t max_header_bytes = 8192; ///< names and values of both together
     std::size_t max_body = 1 << 20;
-    std::chrono::milliseconds max_timeout{std::chrono::minutes(5)};
+    std::chrono::milliseconds max_timeout{std::chrono::minutes(10)};
 };
 
 /// Parses a callback object; throws payload_error. Headers the client sets itself (Host,
@@ -67,8 +81,14 @@ callback_spec parse_callback(const boost::json::value& v, const payload_limits& 
 /// The same from JSON text (a syntax error names the field "callback").
 callback_spec parse_callback(std::string_view json, const payload_limits& limits = {});
 
-/// The JSON object parse_callback reads back as the same callback.
+/// The JSON object parse_callback reads back as the same callback (what the store keeps:
+/// secret_headers with their values). Empty headers, secret_headers and body are left out.
 boost::json::object to_json(const callback_spec& spec);
+
+/// A stored callback object as the API shows it: every value of its secret_headers replaced
+/// by "***" (the names stay, so that a client can see which are set). Anything else is left
+/// as it is.
+void redact(boost::json::object& callback);
 
 } // namespace timewheeld::callback
 
