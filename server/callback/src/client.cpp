@@ -131,6 +131,7 @@ struct call_op {
     std::optional<error> stop; // timeout or client_closed
     bool cancelled = false;
     const char* phase = "starting";
+    callback::reach reach = callback::reach::held;
     tcp::resolver* resolver = nullptr;
     connection* conn = nullptr;
     net::steady_timer* wait = nullptr;
@@ -393,6 +394,7 @@ net::awaitable<error_code> exchange(Stream& s, connection& c, call_op& op, const
                                     response_parser& parser, bool& got_header) {
     error_code ec;
     op.phase = "sending the request";
+    op.reach = reach::sent;
     co_await net::async_write(s, net::buffer(req), net::redirect_error(net::use_awaitable, ec));
     if (ec)
         co_return ec;
@@ -489,6 +491,7 @@ net::awaitable<outcome> run_call(state_ptr st, std::shared_ptr<call_op> op, call
     const auto started = steady::now();
     auto done = [&](outcome o) {
         o.result.latency = steady::now() - started;
+        o.result.reach = op->reach;
         return o;
     };
     if (st->closed)
@@ -576,6 +579,7 @@ net::awaitable<outcome> run_call(state_ptr st, std::shared_ptr<call_op> op, call
     for (;;) {
         if (!conn) {
             outcome failure;
+            op->reach = std::max(op->reach, reach::connecting);
             conn = co_await open_connection(st, *op, u, failure);
             if (!conn)
                 co_return done(std::move(failure));
