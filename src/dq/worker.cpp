@@ -825,6 +825,8 @@ void worker_impl::yield_slot(worker_record& r) {
         return; // yielded already
     }
     r.state_ = worker_record::state::awaiting;
+    // Many jobs may wait this way: each keeps its id and lease, not its payload.
+    r.task_.payload = std::string();
     --running_;
     ++awaiting_;
     stats_.running = running_;

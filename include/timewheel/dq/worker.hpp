@@ -166,7 +166,8 @@ public:
 
     /// Gives this run's concurrency slot back to the worker, which may start another task
     /// at once; the run is counted in worker_stats::awaiting until it reports, its lease
-    /// still renewed. Once per job; nothing more after the first call.
+    /// still renewed. Its payload is released (payload() is empty afterwards), so that many
+    /// waiting jobs cost little. Once per job; nothing more after the first call.
     /** @throws std::logic_error if the job is empty. */
     void yield_slot();
 

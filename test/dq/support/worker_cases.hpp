@@ -309,8 +309,11 @@ inline void a_job_that_yields_its_slot_lets_other_tasks_run(worker_fixture& f) {
     w.emplace(*f.store, o, [&](dq::job j) {
         ran.push_back(j.id());
         if (j.id().starts_with("wait")) {
+            BOOST_TEST(j.payload() == "p");
             j.yield_slot();
             j.yield_slot(); // a second call changes nothing
+            BOOST_TEST(j.payload().empty());
+            BOOST_TEST(j.id().starts_with("wait"));
             kept.push_back(std::move(j));
             most_awaiting = std::max(most_awaiting, w->stats().awaiting);
         } else {
