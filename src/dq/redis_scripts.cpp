@@ -801,8 +801,9 @@ end
 return table.concat(res)
 )lua";
 
-// ARGV[11..]: groups of (id, token, kind s|r|f, retry_after ms or -1, error, started,
-// ended). One letter per ack: o ok, s stale.
+// ARGV[11..]: groups of (id, token, kind s|r|f|d, retry_after ms or -1, error, started,
+// ended); d (defer) delays the task by retry_after (-1: 0) and keeps its attempt count.
+// One letter per ack: o ok, s stale.
 const char* const ack_body = R"lua(
 local now = now_ms()
 local res, valid, gone, all, na, nv = {}, {}, {}, {}, 0, 0
@@ -862,7 +863,17 @@ for k = 1, nv do
   else
     local err, after = ARGV[i + 4], tonumber(ARGV[i + 3])
     local r, rn = read_rec(bk, id)
-    if r then
+    if r and kind == 'd' then
+      -- A deferral: nothing ran. The record keeps its attempt count (the one before the
+      -- claim) and nothing is logged.
+      r.err = err
+      r.updated = now
+      if after < 0 then after = 0 end
+      r.due = now + after
+      write_rec(bk, id, r, rn)
+      place(id, r.due, now)
+      woke[r.due] = true
+    elseif r then
       r.att = att
       r.err = err
       r.updated = now

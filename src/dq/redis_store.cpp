@@ -886,6 +886,7 @@ public:
                     a.add(k.lease.token);
                     const char kind = k.outcome.what == outcome::kind::success ? 's'
                                       : k.outcome.what == outcome::kind::retry ? 'r'
+                                      : k.outcome.what == outcome::kind::defer ? 'd'
                                                                                : 'f';
                     a.add(std::string_view(&kind, 1));
                     a.add(k.outcome.retry_after

@@ -8,9 +8,10 @@
 //
 // A task's record goes free -> prefetched (armed in the wheel) -> ready (fired, waiting for
 // a handler slot) -> starting (in a start call) -> running (handler called) -> free (its
-// ack queued). A task the store started (a claim's already-due task, or a start call's) when
-// every handler slot was taken meanwhile waits as `started` for a slot. Records are pooled:
-// after warm-up, holding a task allocates nothing here.
+// ack queued); a running job that gave its slot back (job::yield_slot) is `awaiting` until
+// it reports, its lease still renewed. A task the store started (a claim's already-due task, or a
+// start call's) when every handler slot was taken meanwhile waits as `started` for a slot. Records
+// are pooled: after warm-up, holding a task allocates nothing here.
 //
 
 #include <timewheel/dq/worker.hpp>
@@ -37,7 +38,15 @@ using steady = std::chrono::steady_clock;
 using boost::system::error_code;
 
 struct worker_record : timewheel::detail::service_entry {
-    enum class state : std::uint8_t { free, prefetched, ready, starting, started, running };
+    enum class state : std::uint8_t {
+        free,
+        prefetched,
+        ready,
+        starting,
+        started,
+        running,
+        awaiting
+    };
 
     explicit worker_record(worker_impl* owner) noexcept
         : service_entry(&worker_record::on_event)
@@ -52,6 +61,8 @@ struct worker_record : timewheel::detail::service_entry {
     std::uint32_t early_ = 0;       // too_early answers for this lease
     time_point lease_expiry_{};     // on the store's clock
     time_point started_{};          // on the store's clock (estimated)
+    bool lost_ = false;             // a renewal found the lease lost
+    std::function<void()> on_lost_; // job::on_lease_lost
     worker_record* next_ = nullptr; // free list, or the ready or the started FIFO
 };
 
@@ -107,6 +118,8 @@ public:
     void fire(worker_record& r);
     void report(worker_record& r, outcome o);
     void abandon(worker_record& r) noexcept;
+    void yield_slot(worker_record& r);
+    void on_lease_lost(worker_record& r, std::function<void()> f);
 
     time_point store_now() const noexcept { return to_store(steady::now()); }
     steady::duration clock_rtt() const noexcept { return best_rtt_; }
@@ -182,6 +195,7 @@ private:
     std::size_t held_ = 0;     // prefetched + ready + starting
     std::size_t starting_ = 0; // in start calls in flight
     std::size_t running_ = 0;
+    std::size_t awaiting_ = 0; // jobs that gave their slot back, not reported
     // Started in the store, waiting for a handler slot (claims and start calls in flight
     // together may start more than the slots free when they were sent).
     record_fifo started_waiting_;
@@ -366,6 +380,8 @@ void worker_impl::release_record(worker_record& r) noexcept {
         net::use_service<wheel_service>(context_of(executor_)).cancel(r);
     }
     r.state_ = worker_record::state::free;
+    r.lost_ = false;
+    r.on_lost_ = nullptr;
     ++r.generation_;
     r.next_ = free_;
     free_ = &r;
@@ -767,10 +783,18 @@ void worker_impl::report(worker_record& r, outcome o) {
     case outcome::kind::failure:
         ++stats_.failed;
         break;
+    case outcome::kind::defer:
+        ++stats_.deferred;
+        break;
     }
-    --running_;
+    if (r.state_ == worker_record::state::awaiting) {
+        --awaiting_;
+    } else {
+        --running_;
+    }
     stats_.running = running_;
-    if (running_ == 0) {
+    stats_.awaiting = awaiting_;
+    if (running_ + awaiting_ == 0) {
         renew_timer_.cancel(); // an idle worker keeps no timer but the claim's
     }
     ack a{{std::move(r.task_.id), std::move(r.task_.token)}, std::move(o), r.started_, store_now()};
@@ -794,6 +818,31 @@ void worker_impl::abandon(worker_record& r) noexcept {
     } catch (...) {
         // Out of memory while queueing the ack: the lease runs out and the task comes back.
     }
+}
+
+void worker_impl::yield_slot(worker_record& r) {
+    if (r.state_ != worker_record::state::running) {
+        return; // yielded already
+    }
+    r.state_ = worker_record::state::awaiting;
+    // Many jobs may wait this way: each keeps its id and lease, not its payload.
+    r.task_.payload = std::string();
+    --running_;
+    ++awaiting_;
+    stats_.running = running_;
+    stats_.awaiting = awaiting_;
+    if (!closed_ && (ready_.head || started_waiting_.head)) {
+        schedule_starts();
+    }
+}
+
+void worker_impl::on_lease_lost(worker_record& r, std::function<void()> f) {
+    if (!f || !r.lost_) {
+        r.on_lost_ = std::move(f);
+        return;
+    }
+    // Lost already: told from a handler of our own, never inside the call.
+    net::post(executor_, std::move(f));
 }
 
 void worker_impl::queue_ack(ack a) {
@@ -856,7 +905,7 @@ void worker_impl::on_acked(error_code ec, std::vector<ack_result> results, std::
 // --- Renewals ------------------------------------------------------------------------
 
 void worker_impl::on_renew_timer() {
-    if (closed_ || running_ == 0) {
+    if (closed_ || running_ + awaiting_ == 0) {
         return;
     }
     const auto lease = options_.claim.lease;
@@ -865,8 +914,9 @@ void worker_impl::on_renew_timer() {
     std::vector<lease_ref> leases;
     for (auto& p : records_) {
         auto& r = *p;
-        const bool held_running =
-            r.state_ == worker_record::state::running || r.state_ == worker_record::state::started;
+        const bool held_running = r.state_ == worker_record::state::running ||
+                                  r.state_ == worker_record::state::started ||
+                                  r.state_ == worker_record::state::awaiting;
         if (held_running && r.lease_expiry_ - now < lease * 2 / 3) {
             batch.push_back({&r, r.generation_});
             leases.push_back({r.task_.id, r.task_.token});
@@ -889,16 +939,27 @@ void worker_impl::on_renew_timer() {
                      }
                      for (std::size_t i = 0; i < batch.size(); ++i) {
                          if (!batch[i].live(worker_record::state::running) &&
-                             !batch[i].live(worker_record::state::started)) {
+                             !batch[i].live(worker_record::state::started) &&
+                             !batch[i].live(worker_record::state::awaiting)) {
                              continue;
                          }
+                         auto& r = *batch[i].record;
                          if (results[i] == ack_result::ok) {
                              ++w.stats_.renewals;
-                             batch[i].record->lease_expiry_ = now + w.options_.claim.lease;
+                             r.lease_expiry_ = now + w.options_.claim.lease;
                          } else {
                              ++w.stats_.renew_stale;
                              // Lost: no more renewals; its report will come back stale.
-                             batch[i].record->lease_expiry_ = max_due;
+                             r.lease_expiry_ = max_due;
+                             r.lost_ = true;
+                             if (r.on_lost_) {
+                                 ++w.stats_.lease_lost;
+                                 // May report (and free the record): the next ones are
+                                 // checked by generation.
+                                 auto f = std::move(r.on_lost_);
+                                 r.on_lost_ = nullptr;
+                                 f();
+                             }
                          }
                      }
                  });
@@ -961,7 +1022,7 @@ void worker_impl::stop(steady::time_point deadline,
 
 void worker_impl::on_stop_timer() {
     if (stop_handler_) {
-        finish_stop(running_ + starting_ + started_waiting_.size > 0
+        finish_stop(running_ + awaiting_ + starting_ + started_waiting_.size > 0
                         ? error_code(net::error::timed_out)
                         : error_code());
     }
@@ -971,7 +1032,7 @@ void worker_impl::maybe_finish_stop() {
     if (!stopping_ || !stop_handler_ || closed_) {
         return;
     }
-    if (running_ > 0 || starting_ > 0 || started_waiting_.size > 0) {
+    if (running_ + awaiting_ > 0 || starting_ > 0 || started_waiting_.size > 0) {
         return;
     }
     if (!pending_acks_.empty() && acks_in_flight_ == 0 && !ack_timer_.armed()) {
@@ -986,7 +1047,7 @@ void worker_impl::maybe_finish_stop() {
 
 void worker_impl::finish_stop(error_code ec) {
     stop_timer_.cancel();
-    if (running_ == 0) {
+    if (running_ + awaiting_ == 0) {
         renew_timer_.cancel();
     }
     stopped_ = true;
@@ -1010,6 +1071,24 @@ void job::report(outcome o) {
     auto* r = std::exchange(record_, nullptr);
     auto impl = std::move(impl_);
     impl->report(*r, std::move(o));
+}
+
+void job::yield_slot() {
+    if (!record_) {
+        throw std::logic_error("dq::job: yield_slot() on an empty job");
+    }
+    impl_->yield_slot(*record_);
+}
+
+void job::on_lease_lost(std::function<void()> f) {
+    if (!record_) {
+        throw std::logic_error("dq::job: on_lease_lost() on an empty job");
+    }
+    impl_->on_lease_lost(*record_, std::move(f));
+}
+
+bool job::lease_lost() const noexcept {
+    return record_ && record_->lost_;
 }
 
 void job::abandon() noexcept {

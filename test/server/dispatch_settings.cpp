@@ -54,7 +54,9 @@ BOOST_AUTO_TEST_CASE(defaults_run_a_worker_that_refuses_loopback) {
     BOOST_TEST(!s.callback_allow_private);
     BOOST_TEST(s.callback_allow_hosts.empty());
     BOOST_TEST(s.result_deadline == 300000ms);
+    BOOST_TEST(s.max_awaiting_results == 10000u);
     const auto o = dispatch::options_from(s);
+    BOOST_TEST(o.max_awaiting_results == 10000u);
     BOOST_TEST(!o.client.policy.allow_loopback);
     BOOST_TEST(o.client.signing_secrets.empty());
     BOOST_TEST(o.client.host_signing_secrets.empty());
@@ -119,7 +121,7 @@ BOOST_AUTO_TEST_CASE(flags_set_every_worker_setting) {
         parse({"--no-worker", "--callback-allow-loopback", "--callback-allow-private",
                "--callback-allow-hosts", "A.example.com,*.hooks.test", "--signing-secret", "s3cret",
                "--callback-timeout-ms", "1500", "--max-per-host", "3", "--result-deadline-ms",
-               "2500", "--worker-concurrency", "7"})
+               "2500", "--worker-concurrency", "7", "--max-awaiting-results", "0"})
             .settings;
     BOOST_TEST(!s.worker);
     BOOST_TEST(s.callback_allow_loopback);
@@ -133,6 +135,7 @@ BOOST_AUTO_TEST_CASE(flags_set_every_worker_setting) {
     BOOST_TEST(s.max_per_host == 3u);
     BOOST_TEST(s.result_deadline == 2500ms);
     BOOST_TEST(s.worker_concurrency == 7u);
+    BOOST_TEST(s.max_awaiting_results == 0u);
 
     const auto o = dispatch::options_from(s);
     BOOST_TEST(o.client.policy.allow_loopback);
@@ -145,6 +148,7 @@ BOOST_AUTO_TEST_CASE(flags_set_every_worker_setting) {
     BOOST_TEST(o.client.max_connections_per_host == 3u);
     BOOST_TEST(o.result_deadline == 2500ms);
     BOOST_TEST(o.concurrency == 7u);
+    BOOST_TEST(o.max_awaiting_results == 0u);
 }
 
 BOOST_AUTO_TEST_CASE(variables_set_switches_and_a_flag_wins) {
@@ -167,6 +171,7 @@ BOOST_AUTO_TEST_CASE(bad_values_are_refused_naming_the_setting) {
     BOOST_TEST(refused({"--max-per-host", "0"}, {}, "--max-per-host"));
     BOOST_TEST(refused({"--worker-concurrency", "x"}, {}, "--worker-concurrency"));
     BOOST_TEST(refused({"--result-deadline-ms", "0"}, {}, "--result-deadline-ms"));
+    BOOST_TEST(refused({"--max-awaiting-results", "-1"}, {}, "--max-awaiting-results"));
     BOOST_TEST(refused({"--callback-allow-hosts", "a.test,,b.test"}, {}, "--callback-allow-hosts"));
 }
 

@@ -97,8 +97,10 @@ struct attempt_record {
     std::string worker;        ///< the name of the worker that ran it
     time_point started{};
     time_point ended{};
-    std::string outcome; ///< "success", "retry", "failure", "lease_expired", "cancelled"
-    std::string error;   ///< what the handler said (empty on success)
+    /// "success", "retry", "failure", "lease_expired", "cancelled" (a deferral is not an
+    /// attempt: it is not logged)
+    std::string outcome;
+    std::string error; ///< what the handler said (empty on success)
 };
 
 /// Everything the store knows of one task.
@@ -168,10 +170,16 @@ struct outcome {
         success, ///< done: finished
         retry,   ///< try again, after `retry_after` or the policy's backoff
         failure, ///< permanent: dead, whatever the attempts left
+        /// Not run after all (the handler's own flow control held it back: nothing was
+        /// done): delayed again by `retry_after` (0 when empty), its attempt given back:
+        /// the attempt count stays what it was before the claim, so that the next run has
+        /// the same number, and a deferral never makes a task dead. Not logged as an
+        /// attempt; `error` becomes the task's last error.
+        defer,
     };
     kind what = kind::success;
-    std::optional<duration> retry_after; ///< for retry: instead of the backoff
-    std::string error;                   ///< for retry and failure: what went wrong
+    std::optional<duration> retry_after; ///< for retry and defer: instead of the backoff
+    std::string error;                   ///< for retry, failure and defer: what went wrong
 
     static outcome success() { return {}; }
     static outcome retry(std::string error, std::optional<duration> after = std::nullopt) {
@@ -179,6 +187,9 @@ struct outcome {
     }
     static outcome failure(std::string error) {
         return {kind::failure, std::nullopt, std::move(error)};
+    }
+    static outcome defer(std::string why, duration after) {
+        return {kind::defer, after, std::move(why)};
     }
 };
 

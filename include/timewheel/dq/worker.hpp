@@ -87,6 +87,7 @@ struct worker_stats {
     std::uint64_t succeeded = 0;        ///< reports of success
     std::uint64_t retried = 0;          ///< reports of retry (abandoned jobs included)
     std::uint64_t failed = 0;           ///< reports of permanent failure
+    std::uint64_t deferred = 0;         ///< reports of defer (attempt given back)
     std::uint64_t abandoned = 0;        ///< jobs destroyed without a report (reported as retry)
     std::uint64_t handler_exceptions = 0; ///< exceptions thrown by the handler
     std::uint64_t ack_batches = 0;        ///< acknowledge calls answered
@@ -94,10 +95,12 @@ struct worker_stats {
     std::uint64_t ack_stale = 0;          ///< acks refused as stale (the lease had been lost)
     std::uint64_t renewals = 0;           ///< leases renewed
     std::uint64_t renew_stale = 0;        ///< renewals refused as stale
+    std::uint64_t lease_lost = 0;         ///< of those, jobs told (job::on_lease_lost)
     std::uint64_t released = 0;           ///< prefetched tasks given back (stopping)
     std::uint64_t wakeups = 0;            ///< wake-ups received from the store
     std::uint64_t store_errors = 0;       ///< store operations that failed (all kinds)
     std::size_t running = 0;              ///< handlers running now (started, not reported)
+    std::size_t awaiting = 0;             ///< jobs that yielded their slot, not reported
     std::size_t max_running = 0;          ///< the most handlers that ever ran at once
     std::size_t held = 0;                 ///< tasks claimed and not yet started, now
 };
@@ -107,6 +110,11 @@ struct worker_stats {
  * A job is movable: a handler may keep it and report later, from the worker's executor.
  * Destroying a job that has not reported reports a retry with the error "abandoned".
  * After the report the job is empty (valid() is false) and its accessors must not be used.
+ *
+ * A run that waits on something outside the worker for long (a result someone reports
+ * later) may give its concurrency slot back (yield_slot()): it keeps its lease, renewed,
+ * and still has to report. A lease can be lost meanwhile (it ran out while the worker
+ * could not renew it, and another worker took the task over): on_lease_lost() tells.
  *
  * @par Thread Safety
  * Use a job only on the worker's executor.
@@ -152,6 +160,27 @@ public:
         report(outcome::retry(std::move(error), after));
     }
     void fail(std::string error) { report(outcome::failure(std::move(error))); }
+    /// Reports that the task was not run after all (held back by the handler's own flow
+    /// control): delayed by `after`, its attempt not counted (outcome::defer).
+    void defer(std::string why, duration after) { report(outcome::defer(std::move(why), after)); }
+
+    /// Gives this run's concurrency slot back to the worker, which may start another task
+    /// at once; the run is counted in worker_stats::awaiting until it reports, its lease
+    /// still renewed. Its payload is released (payload() is empty afterwards), so that many
+    /// waiting jobs cost little. Once per job; nothing more after the first call.
+    /** @throws std::logic_error if the job is empty. */
+    void yield_slot();
+
+    /// Calls `f` once, on the worker's executor (never from inside this call), when a
+    /// renewal finds this run's lease lost: the task was taken over (its lease ran out
+    /// and another claim took it) or is gone. The run's report will be refused as stale:
+    /// the holder should end it soon. The job stays valid and must still report. A second
+    /// call replaces the first `f`; an empty `f` forgets it. `f` must not throw.
+    /** @throws std::logic_error if the job is empty. */
+    void on_lease_lost(std::function<void()> f);
+
+    /// Whether a renewal found the lease lost.
+    bool lease_lost() const noexcept;
 
 private:
     friend class detail::worker_impl;
@@ -168,7 +197,8 @@ private:
 /**
  * The handler takes one of three forms, told apart by what it returns:
  *
- * @li `void(dq::job)`: it owns the job and reports through it, now or later;
+ * @li `void(dq::job)`: it owns the job and reports through it, now or later (and may
+ *     give its slot back while it waits: job::yield_slot());
  * @li `dq::outcome(const dq::job&)`: a plain function whose return value is the report
  *     (an exception it throws is reported as a retry with the exception's message);
  * @li `boost::asio::awaitable<dq::outcome>(const dq::job&)`: a coroutine, spawned on the

@@ -198,7 +198,13 @@ service_metrics::service_metrics(metrics_registry& r)
     , retried(r.counter("timewheeld_callbacks_retried_total",
                         "Callback attempts that failed and will be retried."))
     , dead(r.counter("timewheeld_tasks_dead_total", "Tasks that became dead letters."))
+    , deferred(r.counter("timewheeld_callbacks_deferred_total",
+                         "Due tasks held back by the callback client's flow control (a 429 "
+                         "back-off, the rate limit, no connection slot): delayed, no attempt "
+                         "counted."))
     , in_flight(r.gauge("timewheeld_callbacks_in_flight", "Callbacks running now."))
+    , awaiting(r.gauge("timewheeld_callbacks_awaiting_result",
+                       "Attempts whose callback answered 202, waiting for their result."))
     , oldest_due_age(r.gauge("timewheeld_oldest_due_age_seconds",
                              "Seconds since the due time of the oldest task still due."))
     , lateness(r.histogram("timewheeld_lateness_seconds",

@@ -244,6 +244,10 @@ const std::vector<option>& options() {
          "after a callback answered 202, wait this long for POST /v1/tasks/{id}/result, then "
          "retry (default 300000)",
          millis(&settings::result_deadline, "--result-deadline-ms")},
+        {"max-awaiting-results", "N",
+         "attempts waiting for their result after a 202 without holding one of the "
+         "--worker-concurrency slots, per thread; beyond, they hold one (default 10000)",
+         number(&settings::max_awaiting_results, 0, 10000000, "--max-awaiting-results")},
         {"lease-ms", "MS",
          "a claimed or running task's lease: after a crash, its tasks run again (here or on "
          "another node) this long after (default 30000, or 3 x --callback-timeout-ms)",

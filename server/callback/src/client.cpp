@@ -143,6 +143,7 @@ struct call_op {
     std::optional<error> stop; // timeout or client_closed
     bool cancelled = false;
     const char* phase = "starting";
+    callback::reach reach = callback::reach::held;
     tcp::resolver* resolver = nullptr;
     connection* conn = nullptr;
     net::steady_timer* wait = nullptr;
@@ -418,6 +419,7 @@ net::awaitable<error_code> exchange(Stream& s, connection& c, call_op& op, const
                                     bool& got_header) {
     error_code ec;
     op.phase = "sending the request";
+    op.reach = reach::sent;
     co_await net::async_write(s, net::buffer(req), net::redirect_error(net::use_awaitable, ec));
     if (ec)
         co_return ec;
@@ -539,6 +541,7 @@ net::awaitable<outcome> run_call(state_ptr st, std::shared_ptr<call_op> op, call
         // only when valid and short.
         if (o.result.error.size() > max_error_bytes || !is_valid_utf8(o.result.error))
             o.result.error = valid_utf8(o.result.error, max_error_bytes);
+        o.result.reach = op->reach;
         return o;
     };
     if (st->closed)
@@ -626,6 +629,7 @@ net::awaitable<outcome> run_call(state_ptr st, std::shared_ptr<call_op> op, call
     for (;;) {
         if (!conn) {
             outcome failure;
+            op->reach = std::max(op->reach, reach::connecting);
             conn = co_await open_connection(st, *op, u, failure);
             if (!conn)
                 co_return done(std::move(failure));

@@ -10,6 +10,8 @@
 #endif
 
 #include <boost/asio/as_tuple.hpp>
+#include <boost/asio/co_spawn.hpp>
+#include <boost/asio/detached.hpp>
 #include <boost/asio/post.hpp>
 #include <boost/asio/steady_timer.hpp>
 #include <boost/asio/use_awaitable.hpp>
@@ -38,6 +40,7 @@ options options_from(const api::settings& s) {
     // The limits the API validated the callback with: what it accepted parses here too.
     o.payload = s.validation.callback;
     o.result_deadline = s.result_deadline;
+    o.max_awaiting_results = s.max_awaiting_results;
     o.lease = s.lease;
     o.concurrency = s.worker_concurrency;
     return o;
@@ -49,6 +52,7 @@ struct dispatcher::state : std::enable_shared_from_this<dispatcher::state> {
         std::uint32_t attempt;
         net::steady_timer* timer;
         std::optional<dq::outcome> result;
+        bool lost = false; // the lease was lost: no result is taken any more
     };
 
     state(net::io_context& io, dq::store& store, const options& opt, api::service_metrics& m,
@@ -59,8 +63,10 @@ struct dispatcher::state : std::enable_shared_from_this<dispatcher::state> {
         , router(router)
         , owner(owner)
         , client(io.get_executor(), opt.client)
-        , worker(store, worker_options(opt),
-                 [this](const dq::job& j) -> net::awaitable<dq::outcome> { return run(j); }) {}
+        , worker(store, worker_options(opt), [this](dq::job j) {
+            // The job is the coroutine's: it may give its slot back while it waits.
+            net::co_spawn(this->io, run(shared_from_this(), std::move(j)), net::detached);
+        }) {}
 
     static dq::worker_options worker_options(const options& opt) {
         dq::worker_options w;
@@ -75,21 +81,29 @@ struct dispatcher::state : std::enable_shared_from_this<dispatcher::state> {
         return w;
     }
 
-    net::awaitable<dq::outcome> run(const dq::job& j) {
-        auto self = shared_from_this();
-        metrics.fired.inc();
-        metrics.lateness.observe(std::max(worker.store_now() - j.due(), dq::duration(0)));
+    net::awaitable<void> run(std::shared_ptr<state> self, dq::job j) {
+        (void)self; // kept alive while the run goes on
+        const auto lateness = std::max(worker.store_now() - j.due(), dq::duration(0));
         metrics.in_flight.add(1);
         struct leave {
             api::gauge& g;
             ~leave() { g.sub(1); }
         } on_leave{metrics.in_flight};
-        dq::outcome o = co_await call(j);
+        dq::outcome o;
+        try {
+            o = co_await call(j);
+        } catch (const std::exception& e) {
+            o = dq::outcome::retry(e.what());
+        }
+        if (o.what != dq::outcome::kind::defer) { // (a deferral is no attempt)
+            metrics.fired.inc();
+            metrics.lateness.observe(lateness);
+        }
         count(j, o);
-        co_return o;
+        j.report(std::move(o));
     }
 
-    net::awaitable<dq::outcome> call(const dq::job& j) {
+    net::awaitable<dq::outcome> call(dq::job& j) {
         callback::callback_spec spec;
         try {
             spec = callback::parse_callback(std::string_view(j.payload()), opt.payload);
@@ -109,6 +123,16 @@ struct dispatcher::state : std::enable_shared_from_this<dispatcher::state> {
         case callback::verdict::success:
             co_return dq::outcome::success();
         case callback::verdict::retry:
+            if (r.reach == callback::reach::held) {
+                // Our own flow control held it back: nothing reached the receiver, so this
+                // is no attempt. A connection that failed (refused, unresolved, timed out)
+                // is one: a dead receiver must not be retried for ever.
+                co_return dq::outcome::defer(
+                    r.error, r.retry_after
+                                 ? std::chrono::duration_cast<dq::duration>(*r.retry_after)
+                             : stopping ? dq::duration(0)
+                                        : defer_default);
+            }
             co_return dq::outcome::retry(
                 r.error, r.retry_after
                              ? std::optional<dq::duration>(
@@ -122,21 +146,39 @@ struct dispatcher::state : std::enable_shared_from_this<dispatcher::state> {
         co_return co_await wait_for_result(j);
     }
 
-    net::awaitable<dq::outcome> wait_for_result(const dq::job& j) {
+    net::awaitable<dq::outcome> wait_for_result(dq::job& j) {
         if (stopping) {
             co_return dq::outcome::retry("accepted (202), but this node is stopping",
                                          dq::duration(0));
+        }
+        if (j.lease_lost()) {
+            co_return dq::outcome::retry(lease_lost_error);
         }
         net::steady_timer timer(io, opt.result_deadline);
         waiter w{j.attempt(), &timer, std::nullopt};
         const std::string id = j.id();
         waiting[id] = &w;
         router.add(id, owner);
+        // The wait takes no callback slot, up to the bound: beyond, it keeps its slot (the
+        // node slows down, no attempt is lost).
+        if (worker.stats().awaiting < opt.max_awaiting_results) {
+            j.yield_slot();
+        }
+        metrics.awaiting.add(1);
+        j.on_lease_lost([&w] {
+            w.lost = true;
+            w.timer->cancel();
+        });
         co_await timer.async_wait(net::as_tuple(net::use_awaitable));
+        j.on_lease_lost({}); // w goes with this frame
+        metrics.awaiting.sub(1);
         waiting.erase(id);
         router.remove(id, owner);
         if (w.result) {
             co_return std::move(*w.result);
+        }
+        if (w.lost) {
+            co_return dq::outcome::retry(lease_lost_error);
         }
         if (stopping) {
             co_return dq::outcome::retry("accepted (202), no result before this node stopped",
@@ -161,12 +203,15 @@ struct dispatcher::state : std::enable_shared_from_this<dispatcher::state> {
         case dq::outcome::kind::failure:
             metrics.dead.inc();
             break;
+        case dq::outcome::kind::defer:
+            metrics.deferred.inc();
+            break;
         }
     }
 
     api::deliver_result deliver(const std::string& id, std::uint32_t attempt, dq::outcome o) {
         const auto it = waiting.find(id);
-        if (it == waiting.end() || it->second->result) {
+        if (it == waiting.end() || it->second->result || it->second->lost) {
             return api::deliver_result::not_pending;
         }
         if (it->second->attempt != attempt) {
@@ -189,6 +234,12 @@ struct dispatcher::state : std::enable_shared_from_this<dispatcher::state> {
             std::move(h)(ec);
         });
     }
+
+    // A deferral without a Retry-After (no connection slot before the deadline).
+    static constexpr dq::duration defer_default{1000};
+    static constexpr const char* lease_lost_error =
+        "accepted (202), but the lease was lost while waiting for the result (the task was "
+        "taken over)";
 
     net::io_context& io;
     options opt;

@@ -46,6 +46,7 @@ json::object report_body(std::uint32_t attempt, const dq::outcome& o) {
         b["outcome"] = "success";
         break;
     case dq::outcome::kind::retry:
+    case dq::outcome::kind::defer: // (never reported: the API takes no deferral)
         b["outcome"] = "retry";
         if (o.retry_after) {
             b["retry_after_ms"] = o.retry_after->count();

@@ -658,6 +658,15 @@ public:
                     delay(*r, now + wait, att, err, now);
                 }
                 break;
+            case outcome::kind::defer:
+                // Nothing ran: the attempt is given back (the count stays the one before
+                // the claim) and nothing is logged.
+                delay(*r,
+                      now + std::min<std::int64_t>(
+                                a.outcome.retry_after ? a.outcome.retry_after->count() : 0,
+                                max_backoff_ms),
+                      r->attempt, err, now);
+                break;
             }
         }
         return out;

@@ -261,10 +261,13 @@ struct run_state {
         for (auto& l : leases) {
             dq::ack a;
             a.lease = l;
-            switch (pick(4)) {
+            switch (pick(5)) {
             case 0:
             case 1:
                 a.outcome = dq::outcome::success();
+                break;
+            case 3:
+                a.outcome = dq::outcome::defer("held " + l.id, dq::duration(pick(2) ? 0 : 3600000));
                 break;
             case 2:
                 a.outcome = coin(50) ? dq::outcome::retry("boom " + l.id)
@@ -294,6 +297,10 @@ struct run_state {
             ++seen[std::string("ack -> ") + to_string(m.tasks.at(a.lease.id).state)];
             remember({a.lease});
             const auto& t = m.tasks.at(a.lease.id);
+            if (a.outcome.what == dq::outcome::kind::defer) {
+                ++seen["ack deferred"];
+                BOOST_TEST(status(a.lease.id).last_error == a.outcome.error);
+            }
             if (t.state == dq::task_state::delayed) {
                 if (a.outcome.retry_after) {
                     learn_due(a.lease.id, lo + *a.outcome.retry_after, hi + *a.outcome.retry_after);
@@ -394,6 +401,7 @@ struct run_state {
         BOOST_TEST(seen["ack -> dead"] > 0);
         BOOST_TEST(seen["ack -> delayed"] > 0);
         BOOST_TEST(seen["ack stale"] > 0);
+        BOOST_TEST(seen["ack deferred"] > 0);
         BOOST_TEST(seen["start started"] > 0);
         BOOST_TEST(seen["cancel cancelled"] > 0);
     }

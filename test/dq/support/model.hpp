@@ -115,8 +115,12 @@ public:
     // After an ack of a current lease.
     void acked(const std::string& id, dq::outcome::kind what) {
         auto& t = tasks.at(id);
-        t.attempt = t.lease_attempt;
         t.token.clear();
+        if (what == dq::outcome::kind::defer) {
+            t.state = dq::task_state::delayed; // the attempt given back; due learnt after
+            return;
+        }
+        t.attempt = t.lease_attempt;
         if (what == dq::outcome::kind::success) {
             t.state = dq::task_state::finished;
         } else if (what == dq::outcome::kind::failure || t.attempt >= t.max_attempts) {

@@ -445,6 +445,78 @@ inline void retries_follow_the_policy_then_the_task_is_dead_and_can_be_requeued(
     BOOST_TEST(std::get<0>(f.status("r")) == error_code(dq::error::not_found));
 }
 
+// A deferral (the worker held the run back: nothing was sent) delays the task by its time
+// and gives the attempt back: the count stays, the next claim has the same number, no log
+// entry is written, and however many deferrals come, the task never dies of them. A stale
+// token's deferral changes nothing.
+inline void a_deferral_delays_without_counting_the_attempt(store_fixture& f) {
+    auto t = make("d", 0ms);
+    t.retry = {1, 1000ms, 1000ms}; // one attempt: a retry would make it dead
+    BOOST_TEST(!std::get<0>(f.submit(t)));
+
+    for (int i = 0; i < 3; ++i) {
+        auto a = f.claim_and_start();
+        BOOST_TEST(a.attempt == 1u);
+        const auto t0 = f.now();
+        BOOST_TEST(f.ack_one(a, dq::outcome::defer("held " + std::to_string(i), 5000ms)) ==
+                   dq::ack_result::ok);
+        const auto t1 = f.now();
+        auto st = f.status_ok("d");
+        BOOST_TEST(st.state == dq::task_state::delayed);
+        BOOST_TEST(st.attempt == 0u);
+        BOOST_TEST(st.last_error == "held " + std::to_string(i));
+        BOOST_TEST(st.due >= t0 + 5000ms);
+        BOOST_TEST(st.due <= t1 + 5000ms);
+        BOOST_TEST(st.log.empty());
+        // Not due for 5 s: a claim does not take it; a reschedule makes it due again.
+        BOOST_TEST(f.claim_ok().tasks.empty());
+        // Its lease is gone: a second ack with the same token is stale.
+        BOOST_TEST(f.ack_one(a, dq::outcome::success()) == dq::ack_result::stale);
+        BOOST_TEST(!f.reschedule("d", 0ms));
+    }
+
+    // Fencing: a deferral with a stale token changes nothing.
+    auto a = f.claim_and_start();
+    BOOST_TEST(a.attempt == 1u);
+    auto stale = a;
+    stale.token = "not-the-token";
+    BOOST_TEST(f.ack_one(stale, dq::outcome::defer("stale", 0ms)) == dq::ack_result::stale);
+    auto running = f.status_ok("d");
+    BOOST_TEST(running.state == dq::task_state::running);
+    BOOST_TEST(running.attempt == 1u);
+
+    // A defer without a time is due at once; then the one attempt runs and counts.
+    BOOST_TEST(f.ack_one(a, dq::outcome{dq::outcome::kind::defer, std::nullopt, "now"}) ==
+               dq::ack_result::ok);
+    auto b = f.claim_and_start();
+    BOOST_TEST(b.attempt == 1u);
+    BOOST_TEST(f.ack_one(b, dq::outcome::retry("e1")) == dq::ack_result::ok);
+    auto dead = f.status_ok("d");
+    BOOST_TEST(dead.state == dq::task_state::dead);
+    BOOST_TEST(dead.attempt == 1u);
+    BOOST_REQUIRE_EQUAL(dead.log.size(), 1u);
+    BOOST_TEST(dead.log[0].attempt == 1u);
+    BOOST_TEST(dead.log[0].outcome == "retry");
+
+    // After a counted attempt, a deferral keeps the count where it is.
+    auto t2 = make("e", 0ms);
+    t2.retry = {3, 0ms, 0ms};
+    BOOST_TEST(!std::get<0>(f.submit(t2)));
+    auto e1 = f.claim_and_start();
+    BOOST_TEST(f.ack_one(e1, dq::outcome::retry("first", 0ms)) == dq::ack_result::ok);
+    auto e2 = f.claim_and_start();
+    BOOST_TEST(e2.attempt == 2u);
+    BOOST_TEST(f.ack_one(e2, dq::outcome::defer("held", 0ms)) == dq::ack_result::ok);
+    BOOST_TEST(f.status_ok("e").attempt == 1u);
+    auto e3 = f.claim_and_start();
+    BOOST_TEST(e3.attempt == 2u);
+    BOOST_TEST(f.ack_one(e3, dq::outcome::success()) == dq::ack_result::ok);
+    auto done = f.status_ok("e");
+    BOOST_TEST(done.state == dq::task_state::finished);
+    BOOST_TEST(done.attempt == 2u);
+    BOOST_TEST(done.log.size() == 2u);
+}
+
 inline void release_gives_back_a_prefetched_task_without_counting_it(store_fixture& f) {
     BOOST_TEST(!std::get<0>(f.submit(make("a", 0ms))));
     auto r = f.claim_ok();
@@ -565,6 +637,8 @@ inline void earliest_due_is_the_first_delayed_task_not_a_claimed_one(store_fixtu
     DQ_TEST_STORE_CASE(retries_follow_the_policy_then_the_task_is_dead_and_can_be_requeued,        \
                        make_fixture(timewheel::dq::limits{}))                                      \
     DQ_TEST_STORE_CASE(release_gives_back_a_prefetched_task_without_counting_it,                   \
+                       make_fixture(timewheel::dq::limits{}))                                      \
+    DQ_TEST_STORE_CASE(a_deferral_delays_without_counting_the_attempt,                             \
                        make_fixture(timewheel::dq::limits{}))                                      \
     DQ_TEST_STORE_CASE(dead_letters_are_listed_in_pages, make_fixture(timewheel::dq::limits{}))    \
     DQ_TEST_STORE_CASE(a_new_earliest_task_publishes_a_wakeup,                                     \

@@ -270,6 +270,120 @@ inline void retries_follow_the_policy_then_dead_then_requeued_runs_again(worker_
     BOOST_TEST(f.stop(w) == error_code());
 }
 
+// A job held back by the handler's own flow control (nothing was done) is deferred: it runs
+// again after the deferral with the same attempt number, and a task allowed one attempt is
+// not made dead by any number of deferrals.
+inline void a_deferred_job_runs_again_with_the_same_attempt(worker_fixture& f) {
+    std::vector<std::uint32_t> attempts;
+    dq::worker w(*f.store, options(), [&](dq::job j) {
+        attempts.push_back(j.attempt());
+        if (attempts.size() <= 3) {
+            j.defer("held back " + std::to_string(attempts.size()), 20ms);
+        } else {
+            j.succeed();
+        }
+    });
+    w.start();
+    f.submit("once", 0ms, "p", {1, 10ms, 10ms});
+    BOOST_REQUIRE(f.wait([&] { return w.stats().succeeded == 1 && w.stats().acked == 4; }));
+    BOOST_TEST(attempts == std::vector<std::uint32_t>({1, 1, 1, 1}), "every run is attempt 1");
+    BOOST_TEST(w.stats().deferred == 3u);
+    BOOST_TEST(w.stats().retried == 0u);
+    auto st = f.status("once");
+    BOOST_TEST(st.state == dq::task_state::finished);
+    BOOST_TEST(st.attempt == 1u);
+    BOOST_TEST(st.log.size() == 1u);
+    BOOST_TEST(f.stop(w) == error_code());
+}
+
+// A job that gives its slot back (it waits for something outside) keeps its lease and its
+// duty to report, and the worker runs other tasks meanwhile, beyond `concurrency`.
+inline void a_job_that_yields_its_slot_lets_other_tasks_run(worker_fixture& f) {
+    auto o = options();
+    o.concurrency = 1;
+    o.claim.lease = 300ms; // renewed every 100 ms while it waits
+    std::vector<dq::job> kept;
+    std::vector<std::string> ran;
+    std::size_t most_awaiting = 0;
+    std::optional<dq::worker> w;
+    w.emplace(*f.store, o, [&](dq::job j) {
+        ran.push_back(j.id());
+        if (j.id().starts_with("wait")) {
+            BOOST_TEST(j.payload() == "p");
+            j.yield_slot();
+            j.yield_slot(); // a second call changes nothing
+            BOOST_TEST(j.payload().empty());
+            BOOST_TEST(j.id().starts_with("wait"));
+            kept.push_back(std::move(j));
+            most_awaiting = std::max(most_awaiting, w->stats().awaiting);
+        } else {
+            j.succeed();
+        }
+    });
+    w->start();
+    f.submit("wait-1", 0ms);
+    f.submit("wait-2", 0ms);
+    BOOST_REQUIRE(f.wait([&] { return kept.size() == 2; }));
+    f.submit("other-1", 0ms);
+    f.submit("other-2", 0ms);
+    BOOST_REQUIRE(f.wait([&] { return w->stats().succeeded == 2 && w->stats().acked == 2; }));
+    BOOST_TEST(most_awaiting == 2u);
+    BOOST_TEST(w->stats().running == 0u);
+    BOOST_TEST(w->stats().awaiting == 2u);
+    // Longer than the lease: the waiting jobs' leases are renewed.
+    timewheel::test_support::run_for(f.io, 700ms);
+    BOOST_TEST(w->stats().renewals > 0u);
+    BOOST_TEST(f.status("wait-1").state == dq::task_state::running);
+    for (auto& j : kept) {
+        BOOST_TEST(!j.lease_lost());
+        j.succeed();
+    }
+    BOOST_REQUIRE(f.wait([&] { return w->stats().acked == 4; }));
+    BOOST_TEST(w->stats().ack_stale == 0u);
+    BOOST_TEST(w->stats().awaiting == 0u);
+    BOOST_TEST(f.status("wait-2").state == dq::task_state::finished);
+    BOOST_TEST(f.stop(*w) == error_code());
+}
+
+// A renewal that finds a waiting job's lease lost (here: another party acknowledged the
+// lease, as a worker that took the task over and ran it would) tells the job, which stays
+// valid; its report is then refused as stale.
+inline void a_job_whose_lease_is_lost_is_told(worker_fixture& f) {
+    auto o = options();
+    o.claim.lease = 300ms;
+    std::optional<dq::job> kept;
+    int told = 0;
+    dq::worker w(*f.store, o, [&](dq::job j) {
+        j.yield_slot();
+        j.on_lease_lost([&] { ++told; });
+        kept.emplace(std::move(j));
+    });
+    w.start();
+    f.submit("lost", 0ms);
+    BOOST_REQUIRE(f.wait([&] { return kept.has_value(); }));
+    BOOST_TEST(!kept->lease_lost());
+    auto [ec, r] = dq_test::call<std::vector<dq::ack_result>>(f.io, [&](auto h) {
+        f.store->acknowledge(
+            {dq::ack{{kept->id(), kept->task().token}, dq::outcome::failure("taken over"), {}, {}}},
+            std::move(h));
+    });
+    BOOST_REQUIRE(!ec);
+    BOOST_REQUIRE(r.at(0) == dq::ack_result::ok);
+    BOOST_REQUIRE(f.wait([&] { return told == 1; }));
+    BOOST_TEST(kept->valid());
+    BOOST_TEST(kept->lease_lost());
+    BOOST_TEST(w.stats().lease_lost == 1u);
+    // Registered after the loss: told at once (from a handler of its own).
+    int late = 0;
+    kept->on_lease_lost([&] { ++late; });
+    BOOST_TEST(late == 0);
+    BOOST_REQUIRE(f.wait([&] { return late == 1; }));
+    kept->succeed();
+    BOOST_REQUIRE(f.wait([&] { return w.stats().ack_stale == 1; }));
+    BOOST_TEST(told == 1);
+    BOOST_TEST(f.stop(w) == error_code());
+}
+
 } // namespace worker_cases
 
 } // namespace dq_test
@@ -291,6 +405,9 @@ inline void retries_follow_the_policy_then_dead_then_requeued_runs_again(worker_
                         make_fixture())                                                            \
     DQ_TEST_WORKER_CASE(a_prefetched_task_rescheduled_runs_once_at_its_new_time, make_fixture())   \
     DQ_TEST_WORKER_CASE(retries_follow_the_policy_then_dead_then_requeued_runs_again,              \
-                        make_fixture())
+                        make_fixture())                                                            \
+    DQ_TEST_WORKER_CASE(a_deferred_job_runs_again_with_the_same_attempt, make_fixture())           \
+    DQ_TEST_WORKER_CASE(a_job_that_yields_its_slot_lets_other_tasks_run, make_fixture())           \
+    DQ_TEST_WORKER_CASE(a_job_whose_lease_is_lost_is_told, make_fixture())
 
 #endif // TIMEWHEEL_TEST_DQ_SUPPORT_WORKER_CASES_HPP

@@ -134,7 +134,9 @@ struct service_metrics {
     api::counter& succeeded;    ///< callbacks that succeeded
     api::counter& retried;      ///< callback attempts that will be retried
     api::counter& dead;         ///< tasks that became dead letters
+    api::counter& deferred;     ///< due tasks held back by the client's flow control
     api::gauge& in_flight;      ///< callbacks running now
+    api::gauge& awaiting;       ///< attempts that answered 202, waiting for their result
     api::gauge& oldest_due_age; ///< seconds since the due time of the oldest due task
     api::histogram& lateness;   ///< seconds from due time to the callback's first byte
     api::histogram& callback_latency; ///< seconds from first byte sent to the response

@@ -71,6 +71,9 @@ struct settings {
     std::chrono::milliseconds callback_timeout{10000}; ///< a callback without its own timeout_ms
     std::size_t max_per_host = 8; ///< callbacks in flight to one origin, per thread
     std::chrono::milliseconds result_deadline{300000}; ///< after a 202, wait this long for /result
+    /// Attempts waiting for their result (after a 202) without holding a callback slot, per
+    /// thread; beyond, a waiting attempt keeps its slot (as a callback in flight).
+    std::size_t max_awaiting_results = 10000;
     /// How long a claimed or running task stays this node's without a renewal (renewed every
     /// third of it): after a crash, other nodes (or this one restarted) take its tasks back
     /// this long after. 0: 30 s, or 3 x callback_timeout when that is longer.

@@ -111,12 +111,27 @@ enum class verdict {
 
 const char* to_string(verdict v) noexcept;
 
+/// How far a call went towards its receiver.
+enum class reach : std::uint8_t {
+    /// Ended in the client's own flow control (a 429 back-off, the rate limit, the wait for
+    /// a connection slot, the client closed or the call cancelled before it went on): no
+    /// name was resolved, no connection made, nothing left this host.
+    held,
+    /// Resolved, connecting or shaking hands: no byte of the request written.
+    connecting,
+    /// The request's bytes were written, or started to be.
+    sent,
+};
+
 struct call_result {
     callback::verdict verdict = callback::verdict::fail;
     unsigned status = 0; ///< the HTTP status, 0 when no answer came
     std::optional<std::chrono::seconds> retry_after;
     std::string error; ///< one line for the log; empty on success
     std::chrono::nanoseconds latency{0};
+    /// How far the call went: `held` means the receiver was never contacted (with verdict
+    /// retry: a deferral, not an attempt).
+    callback::reach reach = callback::reach::held;
 };
 
 /// Counters, for the metrics and the tests.

@@ -14,6 +14,16 @@
 //      accepted (202) -> the job waits (its lease renewed by the worker) for a result
 //      reported through POST /v1/tasks/{id}/result (result_router), or for the result
 //      deadline, after which the attempt counts as failed and is retried.
+//      A retry for which the client never contacted the receiver (callback::reach::held:
+//      the origin's back-off after a 429, the rate limit, no connection slot before the
+//      deadline, the node stopping) is a deferral (dq::outcome::defer): delayed, after the
+//      Retry-After the client gives (or 1 s; at once when stopping), its attempt not
+//      counted. So a receiver's Timewheel-Attempt counts the requests that were tried.
+//
+// Waiting for a result takes no callback slot (dq::job::yield_slot), up to
+// max_awaiting_results per thread; beyond, it keeps its slot. A waiting attempt whose lease
+// is lost (it ran out and another node took the task) ends at once (a retry, refused as
+// stale): a later result for it is answered as for no waiting attempt.
 //
 // Stopping (SIGTERM) stops the worker gracefully: no more claims, prefetched tasks given
 // back, running callbacks waited for until the deadline; attempts waiting for a result are
@@ -52,6 +62,8 @@ struct options {
     callback::payload_limits payload;
     /// After a 202, how long the attempt waits for its result before it is retried.
     std::chrono::milliseconds result_deadline{300000};
+    /// Attempts waiting for their result without a callback slot (see the top of this file).
+    std::size_t max_awaiting_results = 10000;
     /// The lease of a claim (dq::claim_options::lease); 0: 30 s, or 3 x the callback
     /// timeout when longer.
     std::chrono::milliseconds lease{0};
