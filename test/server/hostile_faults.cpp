@@ -295,7 +295,9 @@ BOOST_AUTO_TEST_CASE(sqlite_on_a_full_filesystem_answers_507_and_loses_nothing_a
         BOOST_TEST(ready.reply.status == 200u, ready.reply);
         stop = true;
         writer.join();
-        BOOST_TEST(odd.empty(), odd.front());
+        for (const auto& r : odd) {
+            BOOST_ERROR("a submit while full answered " << r);
+        }
         accepted.insert(also_accepted.begin(), also_accepted.end());
     }
     BOOST_TEST_REQUIRE(proc->running(), log());

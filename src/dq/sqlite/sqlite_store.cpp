@@ -839,7 +839,12 @@ private:
 
     static void name(std::thread& t, const char* n) {
         // For an operator (top -H) and for the fault tests, which stop this very thread.
+#ifdef __linux__
         pthread_setname_np(t.native_handle(), n);
+#else
+        (void)t;
+        (void)n;
+#endif
     }
 
     // The group (running_) is filled and emptied under the lock, for the watchdog to see;
