@@ -23,10 +23,12 @@
 #include "support/sink.hpp"
 #include "support/stopped_thread.hpp"
 
+#include <pthread.h>
 #include <sys/socket.h>
 
 #include <atomic>
 #include <chrono>
+#include <csignal>
 #include <cstdlib>
 #include <filesystem>
 #include <future>
@@ -59,7 +61,13 @@ timed_reply timed_request(std::uint16_t port, ts::api_http::verb method, std::st
     ts::api_connection c(port);
     const auto start = std::chrono::steady_clock::now();
     c.send({method, std::move(target), std::move(body), {}});
-    auto answer = std::async(std::launch::async, [&c] { return c.receive(); });
+    auto answer = std::async(std::launch::async, [&c] {
+        // Signals go to the waiting thread: a blocking read they interrupt fails (EINTR).
+        sigset_t all;
+        sigfillset(&all);
+        pthread_sigmask(SIG_BLOCK, &all, nullptr);
+        return c.receive();
+    });
     if (answer.wait_for(answer_bound) != std::future_status::ready) {
         ::shutdown(c.socket().native_handle(), SHUT_RDWR);
         answer.wait();

@@ -960,12 +960,19 @@ private:
             exec("BEGIN IMMEDIATE");
             for (auto* op : ops) {
                 exec("SAVEPOINT op");
+                int lost = SQLITE_OK;
                 try {
                     op->run(*this);
                 } catch (const sqlite_failure& f) {
                     op->fail(sqlite_error(f.rc));
+                    lost = f.rc;
                 } catch (const std::exception&) {
                     op->fail(error::store_error);
+                }
+                if (lost != SQLITE_OK && sqlite3_get_autocommit(db_)) {
+                    // SQLite rolled the whole transaction back (a full disk may): the group
+                    // fails as the operation did, not with the savepoint's "no such savepoint".
+                    throw sqlite_failure{lost};
                 }
                 if (op->failed()) {
                     // What a failed operation wrote goes; its counts were not changed
