@@ -41,12 +41,14 @@ public:
         case error::stale_lease:
             return "the lease is stale: the task's token has changed since it was claimed";
         case error::store_full:
-            return "the store is out of memory and refused the write (Redis maxmemory with "
-                   "noeviction)";
+            return "the store has no room for the write (SQLite: the disk is full; Redis: "
+                   "maxmemory with noeviction)";
         case error::store_error:
             return "the store answered with an unexpected error";
         case error::not_configured:
             return "the queue's configuration in the store differs from the one given";
+        case error::store_timeout:
+            return "the store did not complete the operation within its timeout";
         }
         return "unknown timewheel.dq error " + std::to_string(ev);
     }

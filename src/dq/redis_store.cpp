@@ -1133,6 +1133,10 @@ void redis_store::now(handler<void(boost::system::error_code, time_point)> h) {
     impl_->now(std::move(h));
 }
 
+void redis_store::probe(handler<void(boost::system::error_code, time_point)> h) {
+    impl_->now(std::move(h));
+}
+
 void redis_store::earliest_due(
     handler<void(boost::system::error_code, time_point, std::optional<time_point>)> h) {
     impl_->earliest_due(std::move(h));

@@ -15,12 +15,15 @@
 
 #include "support/differential.hpp"
 #include "support/sqlite_file.hpp"
+#include "support/stopped_thread.hpp"
 #include "support/store_cases.hpp"
 
 #include <boost/asio/executor_work_guard.hpp>
 #include <boost/asio/io_context.hpp>
 #include <boost/asio/post.hpp>
 #include <boost/system/system_error.hpp>
+
+#include <unistd.h>
 
 #include <chrono>
 #include <fstream>
@@ -292,6 +295,66 @@ BOOST_AUTO_TEST_CASE(stores_sharing_a_database_complete_on_their_own_threads) {
     t2.join();
     // Closed for good: the file is free, and holds both tasks.
     BOOST_TEST(dq_test::sqlite_scalar(dir.file("q.db"), "SELECT count(*) FROM tasks") == 2);
+}
+
+BOOST_AUTO_TEST_CASE(the_probe_is_a_round_trip_to_the_writer_thread) {
+    fixture f;
+    const auto before = std::chrono::floor<dq::duration>(std::chrono::system_clock::now());
+    auto [ec, t] =
+        dq_test::call<dq::time_point>(f.io, [&](auto h) { f.store->probe(std::move(h)); });
+    BOOST_TEST(!ec);
+    BOOST_TEST((t >= before));
+    // It goes to the thread (where now() reads the clock): a closed store cannot answer it.
+    f.sqlite().close();
+    auto [closed, t2] =
+        dq_test::call<dq::time_point>(f.io, [&](auto h) { f.store->probe(std::move(h)); });
+    BOOST_TEST(closed == error_code(boost::asio::error::operation_aborted));
+}
+
+BOOST_AUTO_TEST_CASE(operations_fail_in_time_while_the_writer_thread_is_stuck) {
+    fixture f;
+    f.store.reset();
+    f.opt.operation_timeout = 300ms;
+    f.open();
+    BOOST_TEST_REQUIRE(!std::get<0>(f.submit(make("a", 1h))));
+    const pid_t writer = timewheel::test_support::thread_named(::getpid(), "tw-dq-sqlite");
+    BOOST_TEST_REQUIRE(writer > 0);
+    {
+        // As a write or an fsync that does not return: everything queued behind it fails
+        // with store_timeout instead of waiting (the 60 s of dq_test::call: a hang).
+        timewheel::test_support::stopped_thread_by_child stuck(writer);
+        const auto [submitted, r, id] = f.submit(make("b", 1h));
+        BOOST_TEST(submitted == error_code(dq::error::store_timeout));
+        const auto [probed, t] =
+            dq_test::call<dq::time_point>(f.io, [&](auto h) { f.store->probe(std::move(h)); });
+        BOOST_TEST(probed == error_code(dq::error::store_timeout));
+        const auto [read, st] = dq_test::call<dq::task_status>(
+            f.io, [&](auto h) { f.store->status("a", std::move(h)); });
+        BOOST_TEST(read == error_code(dq::error::store_timeout));
+    }
+    // Running again: what was there still is; the submit that timed out in the queue never
+    // ran; new operations work.
+    BOOST_TEST(f.status_ok("a").state == dq::task_state::delayed);
+    const auto [missing, st] =
+        dq_test::call<dq::task_status>(f.io, [&](auto h) { f.store->status("b", std::move(h)); });
+    BOOST_TEST(missing == error_code(dq::error::not_found));
+    BOOST_TEST(!std::get<0>(f.submit(make("c", 1h))));
+}
+
+BOOST_AUTO_TEST_CASE(a_store_opened_while_another_holds_the_file_waits_for_it) {
+    fixture f;
+    BOOST_TEST(!std::get<0>(f.submit(make("a", 1h))));
+    auto o = f.opt;
+    o.operation_timeout = 60s;
+    // SQLite's busy timeout: the open waits for the lock instead of failing at once.
+    auto opened = std::async(std::launch::async, [o] {
+        boost::asio::io_context io;
+        dq::sqlite_store s(io.get_executor(), o);
+        return true;
+    });
+    BOOST_TEST((opened.wait_for(300ms) == std::future_status::timeout));
+    f.store.reset(); // lets go of the file
+    BOOST_TEST(opened.get());
 }
 
 BOOST_AUTO_TEST_CASE(a_closed_store_cannot_be_shared) {

@@ -31,9 +31,10 @@ enum class error {
     not_found,         ///< no such task (or no such dead letter)
     wrong_state,       ///< the task is not in a state that allows this (e.g. reschedule a dead one)
     stale_lease,       ///< the lease's token is no longer the task's (fencing)
-    store_full,        ///< the store refused to write (Redis OOM under maxmemory + noeviction)
+    store_full,        ///< the store has no room to write (SQLite: a full disk; Redis: OOM)
     store_error,       ///< the store answered with an error the queue did not expect
     not_configured,    ///< the queue's config in the store differs from the one given
+    store_timeout,     ///< the store did not complete the operation within its timeout
 };
 
 /// The category of dq::error values; its name is "timewheel.dq".

@@ -152,6 +152,9 @@ public:
                  handler<void(boost::system::error_code)> h) override;
     void wait_wakeup(handler<void(boost::system::error_code, time_point)> h) override;
     void now(handler<void(boost::system::error_code, time_point)> h) override;
+    /// TIME on the store's connection, like now(): a round trip to the server, within the
+    /// connection's request_timeout.
+    void probe(handler<void(boost::system::error_code, time_point)> h) override;
     /// One small read-only script per shard, in one pipeline (for monitoring).
     void earliest_due(
         handler<void(boost::system::error_code, time_point, std::optional<time_point>)> h) override;

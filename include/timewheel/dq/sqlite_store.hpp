@@ -52,6 +52,15 @@ struct sqlite_store_options {
     /// The most operations written in one transaction (one fsync).
     std::size_t max_group = 1024;
 
+    /// How long an operation may take, from its call to its completion, before it completes
+    /// with dq::error::store_timeout (zero: no limit). A stall of the disk (a write or an
+    /// fsync that does not return) then fails the operations queued behind it in time,
+    /// instead of holding their callers. An operation that timed out before the store's
+    /// thread started it is never run; one that was being written when its time ran out
+    /// may have been done (like a Redis request that timed out). Also SQLite's busy timeout
+    /// when the file is opened: how long to wait for another connection's lock.
+    duration operation_timeout{0};
+
     /// false: synchronous=NORMAL, a commit does not wait for fsync (an acknowledged submit
     /// may be lost in a power failure, not in a crash of the process). For tests and
     /// benchmarks of what fsync costs.
@@ -89,8 +98,10 @@ class sqlite_waiter;
  *
  * Errors: bad input fails with the same dq::error values as dq::redis_store, before anything
  * is written (ids must not contain NUL bytes, dq::error::invalid_id, so that ids move between
- * the stores); a full disk with dq::error::store_full; other SQLite failures with their code
- * in sqlite_category(). The constructor throws boost::system::system_error when the file
+ * the stores); a full disk with dq::error::store_full (the operations that write: those that
+ * only read still answer); an operation not done within sqlite_store_options::
+ * operation_timeout with dq::error::store_timeout; other SQLite failures with their code in
+ * sqlite_category(). The constructor throws boost::system::system_error when the file
  * cannot be opened or created, is not a database, or was written by a newer schema.
  *
  * Several io_contexts share one database through the sharing constructor (two stores
@@ -158,6 +169,10 @@ public:
                  handler<void(boost::system::error_code)> h) override;
     void wait_wakeup(handler<void(boost::system::error_code, time_point)> h) override;
     void now(handler<void(boost::system::error_code, time_point)> h) override;
+    /// Reads the schema version in a write transaction on the store's thread, behind the
+    /// operations queued there: fails when that thread cannot serve it within
+    /// sqlite_store_options::operation_timeout (or the file cannot be read).
+    void probe(handler<void(boost::system::error_code, time_point)> h) override;
     void earliest_due(
         handler<void(boost::system::error_code, time_point, std::optional<time_point>)> h) override;
 

@@ -137,6 +137,15 @@ public:
     /// The store's clock now.
     virtual void now(handler<void(boost::system::error_code, time_point)> h) = 0;
 
+    /// A round trip that proves the store serves operations now, for a readiness probe:
+    /// completes with the store's clock, or with the error an operation would meet (a store
+    /// that does not answer within its operation timeout fails). dq::sqlite_store runs a query
+    /// in a write transaction on its thread, behind what is queued there; dq::redis_store
+    /// asks the server for TIME. This default is now(), for stores whose clock is a round trip.
+    virtual void probe(handler<void(boost::system::error_code, time_point)> h) {
+        now(std::move(h));
+    }
+
     // --- Monitoring ---------------------------------------------------------------------
 
     /// The store's clock now, and the earliest due time of its delayed tasks (none when no

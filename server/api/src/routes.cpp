@@ -50,6 +50,14 @@ response json_response(http::status status, const json::object& o) {
     return json_response(status, json::serialize(o));
 }
 
+// The store does not answer (in time): the client may try again shortly, as a load
+// balancer does with another node meanwhile (/readyz says the same).
+response store_unavailable(std::string_view message) {
+    auto res = error_response(http::status::service_unavailable, "store_unavailable", message);
+    res.set(http::field::retry_after, "1");
+    return res;
+}
+
 // A failed store operation as an answer: the queue's own refusals keep their meaning (and
 // name their field), anything else means the store is unavailable.
 response store_error(const boost::system::error_code& ec, std::string_view due_field = "due_at") {
@@ -82,7 +90,7 @@ response store_error(const boost::system::error_code& ec, std::string_view due_f
             break;
         }
     }
-    return error_response(http::status::service_unavailable, "store_unavailable", ec.message());
+    return store_unavailable(ec.message());
 }
 
 response bad_field(const invalid_field& e) {
@@ -417,19 +425,20 @@ net::awaitable<response> report_result(api_context& ctx, std::string id, const r
                              "no attempt of this task waits for a result");
 }
 
+// Ready when the store serves an operation within --store-timeout-ms (dq::store::probe: a
+// query on SQLite's writer thread, TIME on Redis), not merely when a clock can be read.
 net::awaitable<response> ready(api_context& ctx) {
-    timed t(ctx, "now");
+    timed t(ctx, "probe");
     auto [ec, now] = co_await net::async_initiate<decltype(use_tuple),
                                                   void(boost::system::error_code, dq::time_point)>(
         [&](auto handler) {
-            ctx.queue.get_store().now(
+            ctx.queue.get_store().probe(
                 dq::store::handler<void(boost::system::error_code, dq::time_point)>(
                     std::move(handler)));
         },
         use_tuple);
     if (ec) {
-        co_return error_response(http::status::service_unavailable, "store_unavailable",
-                                 ec.message());
+        co_return store_unavailable(ec.message());
     }
     co_return json_response(http::status::ok,
                             json::object{{"status", "ready"}, {"store_time", format_rfc3339(now)}});

@@ -98,6 +98,7 @@ std::optional<redis_location> redis_location_of(std::string_view url, const stor
 struct store_source::impl {
     std::optional<redis_location> redis;
     std::string sqlite_path;
+    std::chrono::milliseconds sqlite_timeout{0};
 #ifdef TIMEWHEELD_HAVE_SQLITE
     // The first store opened; the others share its database (it is never used itself).
     std::unique_ptr<timewheel::dq::sqlite_store> sqlite_first;
@@ -113,6 +114,7 @@ store_source::store_source(std::string_view url, store_options opt)
     if (url.starts_with("sqlite:")) {
 #ifdef TIMEWHEELD_HAVE_SQLITE
         impl_->sqlite_path = url.substr(7);
+        impl_->sqlite_timeout = opt.operation_timeout;
         if (impl_->sqlite_path.empty()) {
             throw std::invalid_argument(
                 "--store: sqlite: needs a file, as in sqlite:timewheeld.db");
@@ -144,7 +146,8 @@ store_handle store_source::open(const timewheel::dq::store::executor_type& ex) {
         // settings too.
         try {
             impl_->sqlite_first = std::make_unique<sqlite_store>(
-                ex, timewheel::dq::sqlite_store_options{.path = impl_->sqlite_path});
+                ex, timewheel::dq::sqlite_store_options{
+                        .path = impl_->sqlite_path, .operation_timeout = impl_->sqlite_timeout});
         } catch (const boost::system::system_error& e) {
             throw std::invalid_argument("--store: cannot open '" + impl_->sqlite_path +
                                         "': " + e.what());

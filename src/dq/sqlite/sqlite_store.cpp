@@ -33,6 +33,7 @@
 #include <boost/asio/prefer.hpp>
 #include <boost/system/system_error.hpp>
 
+#include <pthread.h>
 #include <sqlite3.h>
 
 #include <algorithm>
@@ -44,6 +45,7 @@
 #include <mutex>
 #include <optional>
 #include <random>
+#include <span>
 #include <stdexcept>
 #include <thread>
 #include <tuple>
@@ -242,13 +244,45 @@ struct row {
 } // namespace
 
 // One operation, run by the engine's thread inside a transaction, completed afterwards.
+// With a timeout, the engine's watchdog may complete it first (store_timeout): whichever
+// side takes it first answers, once; the engine never starts one that was answered.
 class sqlite_op {
 public:
     virtual ~sqlite_op() = default;
     virtual void run(sqlite_engine& e) = 0;
     virtual bool failed() const noexcept = 0;
+    // ec empty: its results cleared, to be run again.
     virtual void fail(error_code ec) = 0;
-    virtual void complete() = 0;
+
+    // The engine's thread, before run(): false when it was answered already (not to run).
+    bool begin() noexcept {
+        int s = queued;
+        return stage_.compare_exchange_strong(s, started, std::memory_order_acq_rel);
+    }
+    bool answered() const noexcept { return stage_.load(std::memory_order_acquire) == done; }
+    // Completes the handler with the results, unless the watchdog did.
+    void complete() {
+        if (take()) {
+            post_results();
+        }
+    }
+    // The watchdog: completes the handler with store_timeout, unless the engine did.
+    void expire() {
+        if (take()) {
+            post_timeout();
+        }
+    }
+
+    std::chrono::steady_clock::time_point deadline{}; // set (under the queue's lock) by push
+
+protected:
+    virtual void post_results() = 0;
+    virtual void post_timeout() = 0;
+
+private:
+    enum { queued, started, done };
+    bool take() noexcept { return stage_.exchange(done, std::memory_order_acq_rel) != done; }
+    std::atomic<int> stage_{queued};
 };
 
 // Delivers wake-ups on the executor: to the pending wait, or to the next one.
@@ -318,11 +352,17 @@ private:
 class sqlite_engine {
 public:
     explicit sqlite_engine(const sqlite_store_options& opt)
-        : opt_(opt) {
+        : opt_(opt)
+        , timeout_(std::max(opt.operation_timeout, duration(0))) {
         std::random_device rd;
         rng_.seed((std::uint64_t(rd()) << 32) ^ rd());
         open();
         thread_ = std::thread([this] { loop(); });
+        name(thread_, "tw-dq-sqlite");
+        if (timeout_.count() > 0) {
+            watchdog_ = std::thread([this] { watch(); });
+            name(watchdog_, "tw-dq-watchdog");
+        }
     }
 
     ~sqlite_engine() {
@@ -336,18 +376,25 @@ public:
 
     // false when stopped (the operation is not taken).
     bool push(std::unique_ptr<sqlite_op>& op) {
+        bool wake_watchdog = false;
         {
             std::lock_guard lk(m_);
             if (stopping_) {
                 return false;
             }
+            // Deadlines in queue order: the watchdog looks at the oldest only.
+            op->deadline = std::chrono::steady_clock::now() + timeout_;
             q_.push_back(std::move(op));
+            wake_watchdog = watchdog_idle_;
         }
         cv_.notify_one();
+        if (wake_watchdog) {
+            watchdog_cv_.notify_one();
+        }
         return true;
     }
 
-    // Runs what was queued, then ends the thread.
+    // Runs what was queued, then ends the threads.
     void stop() {
         {
             std::lock_guard lk(m_);
@@ -356,6 +403,14 @@ public:
         cv_.notify_one();
         if (thread_.joinable()) {
             thread_.join();
+        }
+        {
+            std::lock_guard lk(m_);
+            watchdog_stop_ = true;
+        }
+        watchdog_cv_.notify_one();
+        if (watchdog_.joinable()) {
+            watchdog_.join();
         }
     }
 
@@ -681,6 +736,15 @@ public:
         return std::nullopt;
     }
 
+    // The readiness probe: the file answers a query (in the group's write transaction).
+    time_point probe() {
+        query q(stmt("SELECT value FROM meta WHERE key = 'schema_version'"));
+        if (!q.step()) {
+            throw sqlite_failure{SQLITE_CORRUPT};
+        }
+        return ms(now_ms());
+    }
+
     void release(const std::vector<lease_ref>& leases) {
         for (const auto& l : leases) {
             auto r = find(l.id);
@@ -719,6 +783,12 @@ private:
             open_failed(rc, sqlite3_errstr(rc));
         }
         sqlite3_extended_result_codes(db_, 1);
+        // Another connection's lock (a process still closing the file) is waited for this
+        // long before the open fails; afterwards this one holds the file alone.
+        const auto busy_ms =
+            std::chrono::duration_cast<std::chrono::milliseconds>(timeout_).count();
+        sqlite3_busy_timeout(db_, static_cast<int>(std::min<std::int64_t>(
+                                      busy_ms, std::numeric_limits<int>::max())));
         try {
             // Exclusive: no other connection (another store on the same file) may write
             // behind this one's back, and WAL needs no shared memory.
@@ -776,8 +846,20 @@ private:
 
     // --- the thread ---------------------------------------------------------------------
 
+    static void name(std::thread& t, const char* n) {
+        // For an operator (top -H) and for the fault tests, which stop this very thread.
+#ifdef __linux__
+        pthread_setname_np(t.native_handle(), n);
+#else
+        (void)t;
+        (void)n;
+#endif
+    }
+
+    // The group (running_) is filled and emptied under the lock, for the watchdog to see;
+    // this thread reads it meanwhile.
     void loop() {
-        std::vector<std::unique_ptr<sqlite_op>> group;
+        std::vector<std::unique_ptr<sqlite_op>> finished;
         for (;;) {
             {
                 std::unique_lock lk(m_);
@@ -785,17 +867,99 @@ private:
                 if (q_.empty()) {
                     return;
                 }
-                while (!q_.empty() && group.size() < std::max<std::size_t>(opt_.max_group, 1)) {
-                    group.push_back(std::move(q_.front()));
+                while (!q_.empty() && running_.size() < std::max<std::size_t>(opt_.max_group, 1)) {
+                    running_.push_back(std::move(q_.front()));
                     q_.pop_front();
                 }
             }
-            run_group(group);
-            group.clear();
+            run_group(running_);
+            {
+                std::lock_guard lk(m_);
+                running_.swap(finished);
+            }
+            finished.clear(); // outside the lock
+        }
+    }
+
+    // Fails the operations whose time has run out: those still queued are taken out of the
+    // queue (never to run); those of the group being written are answered, their results
+    // dropped when the group ends.
+    void watch() {
+        std::vector<std::unique_ptr<sqlite_op>> expired;
+        std::unique_lock lk(m_);
+        while (!watchdog_stop_) {
+            const auto now = std::chrono::steady_clock::now();
+            std::optional<std::chrono::steady_clock::time_point> next;
+            for (auto& op : running_) {
+                if (op->answered()) {
+                    continue;
+                }
+                if (op->deadline > now) {
+                    next = op->deadline;
+                    break;
+                }
+                op->expire();
+            }
+            while (!next && !q_.empty()) {
+                if (q_.front()->deadline > now) {
+                    next = q_.front()->deadline;
+                    break;
+                }
+                q_.front()->expire();
+                expired.push_back(std::move(q_.front()));
+                q_.pop_front();
+            }
+            if (!expired.empty()) {
+                lk.unlock();
+                expired.clear();
+                lk.lock();
+                continue;
+            }
+            watchdog_idle_ = !next;
+            if (next) {
+                watchdog_cv_.wait_until(lk, *next);
+            } else {
+                watchdog_cv_.wait(lk);
+            }
+            watchdog_idle_ = false;
         }
     }
 
     void run_group(std::vector<std::unique_ptr<sqlite_op>>& group) {
+        std::vector<sqlite_op*> ops;
+        ops.reserve(group.size());
+        for (auto& op : group) {
+            if (op->begin()) {
+                ops.push_back(op.get());
+            }
+        }
+        const auto ec = ops.empty() ? error_code() : transact(ops, true);
+        if (ec == error::store_full && ops.size() > 1) {
+            // A full disk fails the whole group at its commit: each operation alone again,
+            // so that those that write nothing (reads, the probe) still answer.
+            for (auto* op : ops) {
+                if (op->answered()) {
+                    continue;
+                }
+                op->fail({});
+                sqlite_op* one[] = {op};
+                if (const auto e = transact(one, false)) {
+                    op->fail(e);
+                }
+            }
+        } else if (ec) {
+            for (auto* op : ops) {
+                op->fail(ec);
+            }
+        }
+        for (auto& op : group) {
+            op->complete();
+        }
+    }
+
+    // Runs `ops` in one transaction (then trims, when `trim`): the transaction's error, or
+    // success and the wake-up it makes.
+    error_code transact(std::span<sqlite_op* const> ops, bool trim_too) {
         woke_.clear();
         const auto done_before = done_count_;
         const auto dead_before = dead_count_;
@@ -803,14 +967,21 @@ private:
         error_code group_ec;
         try {
             exec("BEGIN IMMEDIATE");
-            for (auto& op : group) {
+            for (auto* op : ops) {
                 exec("SAVEPOINT op");
+                int lost = SQLITE_OK;
                 try {
                     op->run(*this);
                 } catch (const sqlite_failure& f) {
                     op->fail(sqlite_error(f.rc));
+                    lost = f.rc;
                 } catch (const std::exception&) {
                     op->fail(error::store_error);
+                }
+                if (lost != SQLITE_OK && sqlite3_get_autocommit(db_)) {
+                    // SQLite rolled the whole transaction back (a full disk may): the group
+                    // fails as the operation did, not with the savepoint's "no such savepoint".
+                    throw sqlite_failure{lost};
                 }
                 if (op->failed()) {
                     // What a failed operation wrote goes; its counts were not changed
@@ -819,7 +990,9 @@ private:
                 }
                 exec("RELEASE op");
             }
-            trim(now_ms());
+            if (trim_too) {
+                trim(now_ms());
+            }
             if (!woke_.empty()) {
                 const auto e = earliest();
                 if (e && std::find(woke_.begin(), woke_.end(), *e) != woke_.end()) {
@@ -834,16 +1007,11 @@ private:
             dead_count_ = dead_before;
             wake.reset();
         }
-        if (!group_ec) {
-            transactions_.fetch_add(1, std::memory_order_relaxed);
-            operations_.fetch_add(group.size(), std::memory_order_relaxed);
+        if (group_ec) {
+            return group_ec;
         }
-        for (auto& op : group) {
-            if (group_ec) {
-                op->fail(group_ec);
-            }
-            op->complete();
-        }
+        transactions_.fetch_add(1, std::memory_order_relaxed);
+        operations_.fetch_add(ops.size(), std::memory_order_relaxed);
         if (wake) {
             const auto t = ms(*wake);
             std::lock_guard lk(waiters_m_);
@@ -858,6 +1026,7 @@ private:
                 }
             }
         }
+        return {};
     }
 
     // --- helpers ------------------------------------------------------------------------
@@ -1057,6 +1226,7 @@ private:
     }
 
     sqlite_store_options opt_;
+    std::chrono::steady_clock::duration timeout_; // 0: none (no watchdog)
     std::mutex waiters_m_;
     std::vector<std::weak_ptr<sqlite_waiter>> waiters_;
     sqlite3* db_ = nullptr;
@@ -1070,11 +1240,17 @@ private:
     std::atomic<std::uint64_t> transactions_{0};
     std::atomic<std::uint64_t> operations_{0};
 
+    // Under m_: the queue, the group being written, and the flags.
     std::mutex m_;
     std::condition_variable cv_;
     std::deque<std::unique_ptr<sqlite_op>> q_;
+    std::vector<std::unique_ptr<sqlite_op>> running_;
     bool stopping_ = false;
     std::thread thread_;
+    std::condition_variable watchdog_cv_;
+    bool watchdog_idle_ = false; // waits for an operation, with no deadline to watch
+    bool watchdog_stop_ = false;
+    std::thread watchdog_;
 };
 
 namespace {
@@ -1097,15 +1273,20 @@ public:
         ec_ = ec;
         results_ = {};
     }
-    void complete() override {
+
+private:
+    void post_results() override {
         std::apply(
             [&](R&... r) {
                 boost::asio::post(ex_, boost::asio::append(std::move(h_), ec_, std::move(r)...));
             },
             results_);
     }
+    void post_timeout() override {
+        boost::asio::post(
+            ex_, boost::asio::append(std::move(h_), error_code(error::store_timeout), R{}...));
+    }
 
-private:
     store::executor_type ex_;
     store::executor_type work_; // the io_context keeps running while the operation is away
     store::handler<void(error_code, R...)> h_;
@@ -1450,6 +1631,12 @@ void sqlite_store::wait_wakeup(handler<void(boost::system::error_code, time_poin
 
 void sqlite_store::now(handler<void(boost::system::error_code, time_point)> h) {
     post_now(ex_, std::move(h), error_code(), detail::ms(detail::now_ms()));
+}
+
+void sqlite_store::probe(handler<void(boost::system::error_code, time_point)> h) {
+    enqueue<time_point>(
+        engine_.get(), ex_, std::move(h),
+        [](detail::sqlite_engine& e, error_code&, time_point& t) { t = e.probe(); });
 }
 
 void sqlite_store::earliest_due(

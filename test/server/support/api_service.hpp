@@ -145,12 +145,15 @@ inline std::filesystem::path make_temp_dir(const std::string& prefix) {
 
 /// Starts TIMEWHEELD_BINARY into `process` with --port 0 and `args`, its output appended
 /// to `dir`/timewheeld.log (so that the log of a restarted process follows the first), and
-/// returns the port it listens on once it does (read from `dir`/port).
+/// returns the port it listens on once it does (read from `dir`/port). `wrapper`: a command
+/// that ends by exec'ing the rest of its arguments (the same process: its pid is
+/// timewheeld's), such as unshare for a mount namespace of its own.
 /** @throws std::runtime_error when it exits or does not listen within 30 s. */
 inline std::uint16_t launch_timewheeld(std::optional<child_process>& process,
                                        const std::filesystem::path& dir,
                                        const std::vector<std::string>& args,
-                                       const std::vector<std::string>& env, bool in_dir = false) {
+                                       const std::vector<std::string>& env, bool in_dir = false,
+                                       const std::vector<std::string>& wrapper = {}) {
     const auto port_file = dir / "port";
     std::error_code ec;
     std::filesystem::remove(port_file, ec); // a restart must not read the last one's port
@@ -162,6 +165,7 @@ inline std::uint16_t launch_timewheeld(std::optional<child_process>& process,
         // (exec: the same process, signals and all).
         argv.insert(argv.begin(), {"/bin/sh", "-c", "cd \"$0\" && exec \"$@\"", dir.string()});
     }
+    argv.insert(argv.begin(), wrapper.begin(), wrapper.end());
     process.reset();
     process.emplace(
         child_process::options{.argv = argv, .output = dir / "timewheeld.log", .env = env});
