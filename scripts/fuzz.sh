@@ -57,7 +57,7 @@ for t in "${targets[@]}"; do
   # then one input per new coverage edge from the old corpus and this run's (-merge=1 with
   # edges only, not hit counts: a few hundred files, which CI replays in well under a second).
   rm -rf "$work/min" && mkdir -p "$work/min"
-  find "fuzz/corpus/$t" -type f ! -regex '.*/[0-9a-f]\{40\}' -exec cp {} "$work/min/" \;
+  find "fuzz/corpus/$t" -type f -regextype posix-extended ! -regex '.*/[0-9a-f]{40}' -exec cp {} "$work/min/" \;
   if nice -n 10 "$bin" -merge=1 -use_counters=0 "$work/min" "fuzz/corpus/$t" "$work/new" \
     >"$work/merge.log" 2>&1; then
     rm -f "fuzz/corpus/$t"/* && cp "$work/min"/* "fuzz/corpus/$t/"
