@@ -7,6 +7,7 @@ packages=(g++ clang clang-format cmake make libboost1.81-dev libboost-test1.81-d
           libhiredis-dev libsqlite3-dev libboost-json1.81-dev libssl-dev redis-server redis-tools
           faketime
           ninja-build lld # the build and the linker of scripts/test.sh
+          libclang-rt-14-dev # libFuzzer, for scripts/fuzz.sh (the fuzz targets of fuzz/)
           "$@")
 
 # One dpkg-query for all of them: a package is missing unless listed as installed.

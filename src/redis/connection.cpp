@@ -17,8 +17,6 @@
 #include <boost/asio/local/stream_protocol.hpp>
 #include <boost/asio/write.hpp>
 
-#include <hiredis/read.h>
-
 #include <algorithm>
 #include <stdexcept>
 
@@ -26,98 +24,6 @@ namespace timewheel::redis::detail {
 
 namespace net = boost::asio;
 using clock = std::chrono::steady_clock;
-
-// Builds hiredis's parse results directly into a response (no redisReply trees): nodes in
-// pre-order, strings appended to the response's byte buffer. A null sink parses and drops.
-class reply_builder {
-public:
-    explicit reply_builder(connection_impl& c) noexcept
-        : conn_(c) {}
-
-    static redisReplyObjectFunctions functions;
-
-    void reset() noexcept {
-        in_reply_ = false;
-        sink_ = nullptr;
-        depth_ = 0;
-    }
-
-    bool in_reply_ = false;
-    response* sink_ = nullptr;
-
-private:
-    static reply_builder& of(const redisReadTask* t) noexcept {
-        return *static_cast<reply_builder*>(t->privdata);
-    }
-
-    static void* on_string(const redisReadTask* t, char* s, size_t len) {
-        reply_type type = reply_type::string;
-        if (t->type == REDIS_REPLY_STATUS) {
-            type = reply_type::status;
-        } else if (t->type == REDIS_REPLY_ERROR) {
-            type = reply_type::error;
-        }
-        return of(t).add(type, 0, s, len, false);
-    }
-    static void* on_array(const redisReadTask* t, int elements) {
-        return of(t).add(reply_type::array, elements, nullptr, 0, elements > 0);
-    }
-    static void* on_integer(const redisReadTask* t, long long value) {
-        return of(t).add(reply_type::integer, value, nullptr, 0, false);
-    }
-    static void* on_nil(const redisReadTask* t) {
-        return of(t).add(reply_type::nil, 0, nullptr, 0, false);
-    }
-    static void on_free(void*) {}
-
-    void* add(reply_type type, std::int64_t integer, const char* s, std::size_t len, bool opens) {
-        if (!in_reply_) {
-            in_reply_ = true;
-            depth_ = 0;
-            sink_ = conn_.sink_for_next_reply();
-        }
-        std::uint32_t index = 0;
-        if (sink_) {
-            auto& nodes = sink_->nodes_;
-            index = static_cast<std::uint32_t>(nodes.size());
-            if (depth_ == 0) {
-                sink_->roots_.push_back(index);
-            }
-            nodes.push_back({integer, sink_->data_.size(), len, index + 1, type});
-            if (len > 0) {
-                sink_->data_.append(s, len);
-            }
-        }
-        if (opens) {
-            stack_[depth_++] = {index, integer};
-            return this;
-        }
-        // A complete value: close every array it completes.
-        while (depth_ > 0) {
-            auto& f = stack_[depth_ - 1];
-            if (--f.remaining > 0) {
-                break;
-            }
-            if (sink_) {
-                sink_->nodes_[f.index].next = static_cast<std::uint32_t>(sink_->nodes_.size());
-            }
-            --depth_;
-        }
-        return this;
-    }
-
-    struct frame {
-        std::uint32_t index;
-        std::int64_t remaining;
-    };
-    connection_impl& conn_;
-    std::array<frame, 16> stack_{};
-    std::size_t depth_ = 0;
-};
-
-redisReplyObjectFunctions reply_builder::functions = {
-    &reply_builder::on_string, &reply_builder::on_array, &reply_builder::on_integer,
-    &reply_builder::on_nil, &reply_builder::on_free};
 
 void cancel_exec(connection_impl& impl, op_base& op, net::cancellation_type type) {
     impl.cancel(op, type);
@@ -145,7 +51,7 @@ connection_impl::connection_impl(const executor_type& ex, config cfg)
     , connect_timer_(ex)
     , timeout_timer_(ex)
     , health_timer_(ex)
-    , builder_(std::make_unique<reply_builder>(*this))
+    , reader_(&connection_impl::next_sink, this)
     , jitter_(static_cast<std::minstd_rand::result_type>(clock::now().time_since_epoch().count() ^
                                                          reinterpret_cast<std::uintptr_t>(this)))
     , handshake_op_([](op_base* op, boost::system::error_code ec, std::size_t, bool) {
@@ -182,23 +88,14 @@ connection_impl::connection_impl(const executor_type& ex, config cfg)
     ping_op_.req.push("PING");
 }
 
-connection_impl::~connection_impl() {
-    if (reader_) {
-        redisReaderFree(reader_);
-    }
-}
+connection_impl::~connection_impl() = default;
 
 void connection_impl::reset_reader() {
-    if (reader_) {
-        redisReaderFree(reader_);
-    }
-    reader_ = redisReaderCreateWithFunctions(&reply_builder::functions);
-    if (!reader_) {
-        throw std::bad_alloc();
-    }
-    reader_->maxbuf = 0; // keep the buffer: no free and malloc after each large reply
-    reader_->privdata = builder_.get();
-    builder_->reset();
+    reader_.reset();
+}
+
+response* connection_impl::next_sink(void* self) {
+    return static_cast<connection_impl*>(self)->sink_for_next_reply();
 }
 
 void connection_impl::run() {
@@ -270,8 +167,8 @@ void connection_impl::cancel(op_base& op, net::cancellation_type type) {
                    net::cancellation_type::none) {
         const std::size_t i = static_cast<std::size_t>(op.seq_ - ring_head_seq_);
         ring_at(i).op = nullptr;
-        if (i == 0 && builder_->in_reply_) {
-            builder_->sink_ = nullptr;
+        if (i == 0) {
+            reader_.drop_current();
         }
         op.state_ = op_base::state::done;
         op.complete(net::error::operation_aborted, 0, true);
@@ -425,7 +322,7 @@ void connection_impl::on_read(boost::system::error_code ec, std::size_t n, std::
     }
     last_activity_ = clock::now();
     ping_outstanding_ = false;
-    if (redisReaderFeed(reader_, read_buffer_.get(), n) != REDIS_OK) {
+    if (!reader_.feed(read_buffer_.get(), n)) {
         fail(make_error_code(error::protocol_error), true);
         return;
     }
@@ -433,16 +330,15 @@ void connection_impl::on_read(boost::system::error_code ec, std::size_t n, std::
     // the loop (corked), not one write per completion.
     corked_ = true;
     for (;;) {
-        void* reply = nullptr;
-        if (redisReaderGetReply(reader_, &reply) != REDIS_OK) {
+        const auto got = reader_.next();
+        if (got == reply_reader::result::protocol_error) {
             corked_ = false;
             fail(make_error_code(error::protocol_error), true);
             return;
         }
-        if (!reply) {
+        if (got == reply_reader::result::incomplete) {
             break;
         }
-        builder_->in_reply_ = false;
         on_reply();
         if (gen != gen_) {
             corked_ = false;
@@ -606,7 +502,7 @@ void connection_impl::fail(boost::system::error_code why, bool) {
     connect_timer_.cancel();
     writing_ = false;
     ping_outstanding_ = false;
-    builder_->reset();
+    reader_.forget();
     state_ = cfg_.reconnect ? conn_state::backoff : conn_state::closed;
     if (state_ == conn_state::closed) {
         timeout_timer_.cancel();
@@ -689,8 +585,8 @@ void connection_impl::on_timeout(boost::system::error_code ec) {
             break;
         }
         ring_at(i).op = nullptr;
-        if (i == 0 && builder_->in_reply_) {
-            builder_->sink_ = nullptr;
+        if (i == 0) {
+            reader_.drop_current();
         }
         op->state_ = op_base::state::done;
         op->complete(error_code, 0, false);

@@ -16,6 +16,7 @@
 #include <timewheel/redis/config.hpp>
 #include <timewheel/redis/detail/handler_memory.hpp>
 #include <timewheel/redis/detail/op_base.hpp>
+#include <timewheel/redis/detail/reply_reader.hpp>
 #include <timewheel/wheel_timer.hpp>
 
 #include <boost/asio/any_io_executor.hpp>
@@ -33,8 +34,6 @@
 #include <string>
 #include <vector>
 
-struct redisReader;
-
 namespace timewheel::redis {
 
 /// Counters of a connection's life, for tests, metrics and benchmarks.
@@ -49,8 +48,6 @@ struct connection_stats {
 };
 
 namespace detail {
-
-class reply_builder;
 
 class connection_impl : public std::enable_shared_from_this<connection_impl> {
 public:
@@ -97,7 +94,6 @@ public:
     void set_push_handler(push_handler* h) noexcept { push_handler_ = h; }
 
 private:
-    friend class reply_builder;
     enum class conn_state : std::uint8_t { idle, connecting, handshaking, ready, backoff, closed };
 
     struct record {
@@ -123,6 +119,7 @@ private:
     void fail_everything(boost::system::error_code why, bool post);
     void reset_reader();
     response* sink_for_next_reply();
+    static response* next_sink(void* self); // reply_reader's sink_fn
 
     // The awaiting ring: records of written requests, oldest first.
     record& ring_at(std::size_t i) noexcept { return ring_[(ring_head_ + i) & (ring_.size() - 1)]; }
@@ -137,8 +134,7 @@ private:
     boost::asio::steady_timer connect_timer_;
     wheel_timer timeout_timer_;
     wheel_timer health_timer_;
-    redisReader* reader_ = nullptr;
-    std::unique_ptr<reply_builder> builder_;
+    reply_reader reader_;
     std::unique_ptr<char[]> read_buffer_;
     std::string write_buffer_;
     handler_memory read_memory_;  // the socket read's operation

@@ -1,0 +1,224 @@
+//
+// fuzz/request.cpp
+//
+// The request path of timewheeld: bytes in, answer out. The bytes are parsed as an HTTP
+// request by Beast's request_parser under the limits server.cpp's session() sets, then
+// answered by the real router (detail::handle, routes.hpp) on an api_context over a real
+// store: dq::sqlite_store on a file in /dev/shm (or $TMPDIR), without fsync. The first byte
+// chooses the settings: bit 0 sets a token ("s3cret"). Invariants:
+//   - handle() throws nothing, and completes;
+//   - the answer's status is a valid HTTP status;
+//   - every answer that is not 2xx is JSON {"error": {"code": "...", "message": "..."}};
+//   - every JSON answer is valid JSON, every body valid UTF-8, no header value holds CR, LF
+//     or NUL (no response splitting through an echoed id);
+//   - with a token set, a request without it is answered 2xx only by /healthz and /readyz.
+// The store is shared by the runs (a submit then a GET of the same id is reachable) and
+// replaced every 10,000 runs, so that it stays small.
+//
+#include "check.hpp"
+
+#include "routes.hpp"
+
+#include <timewheeld/api/log.hpp>
+#include <timewheeld/api/metrics.hpp>
+#include <timewheeld/api/settings.hpp>
+
+#include <timewheel/dq/queue.hpp>
+#include <timewheel/dq/sqlite_store.hpp>
+
+#include <boost/asio/co_spawn.hpp>
+#include <boost/asio/io_context.hpp>
+#include <boost/beast/core/buffers_to_string.hpp>
+#include <boost/beast/http/parser.hpp>
+#include <boost/json/parse.hpp>
+
+#include <cstdint>
+#include <cstdio>
+#include <cstdlib>
+#include <exception>
+#include <filesystem>
+#include <memory>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <unistd.h>
+
+namespace {
+
+namespace api = timewheeld::api;
+namespace dq = timewheel::dq;
+namespace http = boost::beast::http;
+namespace net = boost::asio;
+namespace json = boost::json;
+
+constexpr std::string_view token = "s3cret";
+
+// What the runs share: the io_context, the store (replaced now and then), the metrics.
+struct fixture {
+    net::io_context io{1};
+    api::metrics_registry registry;
+    api::service_metrics metrics{registry};
+    std::FILE* devnull = std::fopen("/dev/null", "w");
+    api::logger log{api::log_level::error, devnull};
+    api::settings open_cfg;
+    api::settings token_cfg;
+    std::string path;
+    std::unique_ptr<dq::sqlite_store> store;
+    std::unique_ptr<dq::queue> queue;
+    unsigned long runs = 0;
+
+    fixture() {
+        token_cfg.token = token;
+        const char* dir = std::filesystem::is_directory("/dev/shm") ? "/dev/shm" : nullptr;
+        const auto base = dir ? std::filesystem::path(dir) : std::filesystem::temp_directory_path();
+        path = (base / ("timewheel-fuzz-request-" + std::to_string(::getpid()) + ".db")).string();
+        open_store();
+    }
+    ~fixture() {
+        close_store();
+        if (devnull) {
+            std::fclose(devnull);
+        }
+    }
+    void open_store() {
+        remove_files();
+        store = std::make_unique<dq::sqlite_store>(
+            io.get_executor(), dq::sqlite_store_options{.path = path, .fsync = false});
+        queue = std::make_unique<dq::queue>(*store);
+    }
+    void close_store() {
+        if (store) {
+            store->close();
+            io.restart();
+            io.run(); // what the close completes
+            queue.reset();
+            store.reset();
+        }
+        remove_files();
+    }
+    void remove_files() {
+        std::error_code ec;
+        for (const char* suffix : {"", "-wal", "-shm", "-journal"}) {
+            std::filesystem::remove(path + suffix, ec);
+        }
+    }
+};
+
+fixture& the_fixture() {
+    static fixture f;
+    return f;
+}
+
+bool is_2xx(unsigned s) {
+    return s >= 200 && s < 300;
+}
+
+void check_answer(const api::detail::routed& r, bool authorized, bool token_set) {
+    const unsigned status = r.res.result_int();
+    FUZZ_CHECK(http::int_to_status(status) != http::status::unknown && status >= 200,
+               "a valid final HTTP status");
+    for (const auto& f : r.res) {
+        const std::string_view v = f.value();
+        FUZZ_CHECK(v.find_first_of(std::string_view("\r\n\0", 3)) == std::string_view::npos,
+                   "no CR, LF or NUL in a header value");
+    }
+    const std::string& body = r.res.body();
+    FUZZ_CHECK(timewheel::fuzz::valid_utf8(body), "the body is valid UTF-8");
+    const std::string_view type = r.res[http::field::content_type];
+    const bool is_json = type.starts_with("application/json");
+    if (is_json) {
+        boost::system::error_code ec;
+        const json::value v = json::parse(body, ec);
+        FUZZ_CHECK(!ec, "a JSON answer is valid JSON");
+        if (!is_2xx(status)) {
+            const auto* e = v.is_object() ? v.as_object().if_contains("error") : nullptr;
+            FUZZ_CHECK(e && e->is_object(), "an error answer is {\"error\": {...}}");
+            const auto* code = e->as_object().if_contains("code");
+            const auto* message = e->as_object().if_contains("message");
+            FUZZ_CHECK(code && code->is_string() && !code->as_string().empty(),
+                       "an error has a code");
+            FUZZ_CHECK(message && message->is_string(), "an error has a message");
+        }
+    } else {
+        FUZZ_CHECK(is_2xx(status), "an error answer is JSON");
+    }
+    if (token_set && !authorized && is_2xx(status)) {
+        FUZZ_CHECK(r.route == "GET /healthz" || r.route == "GET /readyz",
+                   "without the token only /healthz and /readyz answer 2xx");
+    }
+}
+
+} // namespace
+
+extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {
+    if (size < 1) {
+        return 0;
+    }
+    auto& f = the_fixture();
+    if (++f.runs % 10000 == 0) {
+        f.close_store();
+        f.open_store();
+    }
+    const bool token_set = data[0] & 1;
+    api::settings& cfg = token_set ? f.token_cfg : f.open_cfg;
+
+    // As session() reads a request (server.cpp): the request line is in Beast's header
+    // limit, with room for the URL.
+    http::request_parser<http::string_body> parser;
+    parser.header_limit(
+        static_cast<std::uint32_t>(cfg.max_header_bytes + 2 * cfg.max_url_bytes + 64));
+    parser.body_limit(cfg.max_body_bytes);
+    parser.eager(true);
+    boost::system::error_code ec;
+    net::const_buffer rest(data + 1, size - 1);
+    while (rest.size() > 0 && !parser.is_done()) {
+        const std::size_t used = parser.put(rest, ec);
+        if (ec == http::error::need_more) {
+            ec = {};
+            break;
+        }
+        if (ec) {
+            return 0; // answered 4xx by session() itself
+        }
+        rest += used;
+    }
+    if (!parser.is_done()) {
+        parser.put_eof(ec);
+        if (ec || !parser.is_done()) {
+            return 0;
+        }
+    }
+    const auto& req = parser.get();
+    if (req.target().size() > cfg.max_url_bytes) {
+        return 0; // 414 by session()
+    }
+
+    api::detail::api_context ctx{*f.queue, f.metrics, cfg, nullptr, f.log};
+    std::optional<api::detail::routed> answer;
+    std::exception_ptr failure;
+    bool done = false;
+    net::co_spawn(f.io, api::detail::handle(ctx, req),
+                  [&](std::exception_ptr e, api::detail::routed r) {
+                      failure = e;
+                      if (!e) {
+                          answer = std::move(r);
+                      }
+                      done = true;
+                  });
+    f.io.restart();
+    while (!done && f.io.run_one() > 0) {
+    }
+    FUZZ_CHECK(done, "handle() completes");
+    if (failure) {
+        try {
+            std::rethrow_exception(failure);
+        } catch (const std::exception& e) {
+            std::fprintf(stderr, "handle() threw: %s\n", e.what());
+        }
+        FUZZ_CHECK(false, "handle() throws nothing");
+    }
+    const std::string_view auth = req[http::field::authorization];
+    const bool authorized = auth == "Bearer " + std::string(token);
+    check_answer(*answer, authorized, token_set);
+    return 0;
+}
