@@ -416,8 +416,7 @@ net::awaitable<response> report_result(api_context& ctx, std::string id, const r
             http::status::accepted,
             json::object{{"id", id}, {"attempt", report.attempt}, {"forwarded", true}});
     case deliver_result::unavailable:
-        co_return error_response(http::status::service_unavailable, "store_unavailable",
-                                 "the report could not be forwarded to the other nodes");
+        co_return store_unavailable("the report could not be forwarded to the other nodes");
     case deliver_result::not_pending:
         break;
     }

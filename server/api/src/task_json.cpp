@@ -46,7 +46,9 @@ void only_known(const json::object& o, std::string_view prefix,
                 std::initializer_list<std::string_view> known) {
     for (const auto& kv : o) {
         if (std::find(known.begin(), known.end(), kv.key()) == known.end()) {
-            throw invalid_field(join(prefix, kv.key()), "unknown field");
+            // An empty key is named by its JSON spelling: an error always names a field.
+            throw invalid_field(join(prefix, kv.key().empty() ? "\"\"" : kv.key()),
+                                "unknown field");
         }
     }
 }

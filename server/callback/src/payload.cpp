@@ -102,7 +102,8 @@ callback_spec parse_callback(const json::value& v, const payload_limits& limits)
         static constexpr std::array<std::string_view, 6> known = {
             "url", "method", "headers", "secret_headers", "body", "timeout_ms"};
         if (std::find(known.begin(), known.end(), std::string_view(kv.key())) == known.end())
-            throw payload_error(std::string(kv.key()), "unknown field");
+            // An empty key is named by its JSON spelling: an error always names a field.
+            throw payload_error(kv.key().empty() ? "\"\"" : std::string(kv.key()), "unknown field");
     }
     callback_spec spec;
 
