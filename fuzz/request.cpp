@@ -183,6 +183,9 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
         rest += used;
     }
     if (!parser.is_done()) {
+        if (!parser.got_some()) {
+            return 0; // closed before a request began: session() just closes too
+        }
         parser.put_eof(ec);
         if (ec || !parser.is_done()) {
             return 0;

@@ -190,7 +190,15 @@ BOOST_AUTO_TEST_CASE(pipelined_requests_never_read_cost_bounded_memory) {
     }
     const std::size_t sent = flood(c, batch, std::size_t(256) << 20);
     const long grown_kb = proc_status_kb(n.pid(), "VmHWM") - before;
+    // Under AddressSanitizer freed memory waits in its quarantine (256 MiB by default), so
+    // the peak follows the allocations made (one answer per request), not what is kept:
+    // the bound is checked by the other builds.
+#if !defined(__SANITIZE_ADDRESS__)
     BOOST_TEST(grown_kb < 64 * 1024, "grew by " << grown_kb << " kB after " << sent << " bytes");
+#else
+    (void)grown_kb;
+    (void)sent;
+#endif
     BOOST_TEST(n.healthy());
 }
 
