@@ -7,6 +7,7 @@
 // how the rest is split into reads (as a socket splits it) and which replies go to a null
 // sink (a cancelled request's reply: parsed and dropped). Invariants:
 //   - the reader accepts or refuses the bytes without UB; after a refusal it stays refused;
+//     a reply larger than the reader's budget (4 KiB here) is refused, never held;
 //   - each response holds one root per reply built into it; every node's subtree ends
 //     within the nodes; every string lies within the byte buffer;
 //   - reading every reply through reply (type, size, operator[], as_string, as_integer...)
@@ -109,7 +110,8 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
     const std::size_t chunk = data[1] % 17 == 0 ? size : data[1] % 17;
     const std::string_view bytes(reinterpret_cast<const char*>(data + 2), size - 2);
 
-    reply_reader reader(&sinks::next, &s);
+    // A small budget, so that inputs of a few KiB reach the limits of a reply too.
+    reply_reader reader(&sinks::next, &s, 4096);
     std::size_t replies = 0;
     bool failed = false;
     for (std::size_t at = 0; at < bytes.size() && !failed; at += chunk) {
@@ -143,6 +145,8 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
     }
     for (const auto& resp : s.responses) {
         FUZZ_CHECK(resp.size() == 1, "each reply is one root of its response");
+        FUZZ_CHECK(resp.data().size() + 32 * resp.nodes().size() <= 4096,
+                   "a reply stays within the reader's budget");
         check_response(resp);
     }
     return 0;

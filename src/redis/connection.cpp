@@ -51,7 +51,7 @@ connection_impl::connection_impl(const executor_type& ex, config cfg)
     , connect_timer_(ex)
     , timeout_timer_(ex)
     , health_timer_(ex)
-    , reader_(&connection_impl::next_sink, this)
+    , reader_(&connection_impl::next_sink, this, cfg_.max_reply_bytes)
     , jitter_(static_cast<std::minstd_rand::result_type>(clock::now().time_since_epoch().count() ^
                                                          reinterpret_cast<std::uintptr_t>(this)))
     , handshake_op_([](op_base* op, boost::system::error_code ec, std::size_t, bool) {
@@ -67,6 +67,9 @@ connection_impl::connection_impl(const executor_type& ex, config cfg)
     check_duration(cfg_.reconnect_max_delay, "reconnect_max_delay");
     if (cfg_.read_buffer_size == 0) {
         throw std::invalid_argument("redis::config::read_buffer_size must not be zero");
+    }
+    if (cfg_.max_reply_bytes == 0) {
+        throw std::invalid_argument("redis::config::max_reply_bytes must not be zero");
     }
     if (!cfg_.unix_socket.empty()) {
         endpoint_ = net::local::stream_protocol::endpoint(cfg_.unix_socket);

@@ -15,9 +15,10 @@ namespace timewheel::redis::detail {
 // pre-order, strings appended to the response's byte buffer. A null sink parses and drops.
 class reply_builder {
 public:
-    reply_builder(reply_reader::sink_fn next_sink, void* owner) noexcept
+    reply_builder(reply_reader::sink_fn next_sink, void* owner, std::size_t max_bytes) noexcept
         : next_sink_(next_sink)
-        , owner_(owner) {}
+        , owner_(owner)
+        , max_bytes_(max_bytes) {}
 
     static redisReplyObjectFunctions functions;
 
@@ -59,7 +60,14 @@ private:
         if (!in_reply_) {
             in_reply_ = true;
             depth_ = 0;
+            bytes_ = 0;
             sink_ = next_sink_(owner_);
+        }
+        // A reply of many small elements costs memory that no single bulk string shows:
+        // past the budget, hiredis takes the null as an error and the reply fails.
+        bytes_ += len + element_cost;
+        if (bytes_ > max_bytes_) {
+            return nullptr;
         }
         std::uint32_t index = 0;
         if (sink_) {
@@ -95,8 +103,13 @@ private:
         std::uint32_t index;
         std::int64_t remaining;
     };
+    // What an element costs a response besides its bytes (its node), rounded up.
+    static constexpr std::size_t element_cost = 32;
+
     reply_reader::sink_fn next_sink_;
     void* owner_;
+    std::size_t max_bytes_;
+    std::size_t bytes_ = 0; // of the reply being built
     std::array<frame, 16> stack_{};
     std::size_t depth_ = 0;
 };
@@ -105,8 +118,9 @@ redisReplyObjectFunctions reply_builder::functions = {
     &reply_builder::on_string, &reply_builder::on_array, &reply_builder::on_integer,
     &reply_builder::on_nil, &reply_builder::on_free};
 
-reply_reader::reply_reader(sink_fn next_sink, void* owner)
-    : builder_(std::make_unique<reply_builder>(next_sink, owner)) {
+reply_reader::reply_reader(sink_fn next_sink, void* owner, std::size_t max_reply_bytes)
+    : builder_(std::make_unique<reply_builder>(next_sink, owner, max_reply_bytes))
+    , max_bytes_(max_reply_bytes) {
     reset();
 }
 
@@ -131,7 +145,10 @@ void reply_reader::reset() {
 }
 
 bool reply_reader::feed(const char* data, std::size_t n) {
-    return redisReaderFeed(reader_, data, n) == REDIS_OK;
+    // hiredis holds a bulk string whole before handing it over, however long the length
+    // its header announced: what waits unparsed is bounded here.
+    return redisReaderFeed(reader_, data, n) == REDIS_OK &&
+           reader_->len - reader_->pos <= max_bytes_;
 }
 
 reply_reader::result reply_reader::next() {

@@ -69,6 +69,13 @@ struct config {
 
     /// The size of each read from the socket. The buffer is allocated once.
     std::size_t read_buffer_size = 64 * 1024;
+
+    /// The largest reply the connection takes: its strings, 32 bytes per element, and a
+    /// bulk string or array still arriving. A server that sends more is broken or hostile:
+    /// the connection fails (last_error() error::protocol_error; the requests written fail
+    /// as when the connection is lost, and it reconnects) instead of holding whatever it
+    /// sends. Redis's own proto-max-bulk-len is 512 MB.
+    std::size_t max_reply_bytes = 512 * 1024 * 1024;
 };
 
 } // namespace timewheel::redis

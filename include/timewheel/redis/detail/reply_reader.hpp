@@ -27,8 +27,9 @@ public:
     /// when the first byte of a reply is parsed, with `owner`.
     using sink_fn = response* (*)(void* owner);
 
-    /// @throws std::bad_alloc
-    reply_reader(sink_fn next_sink, void* owner);
+    /// `max_reply_bytes`: what one reply may cost (redis::config::max_reply_bytes); past it,
+    /// feed() or next() report the reader in error. @throws std::bad_alloc
+    reply_reader(sink_fn next_sink, void* owner, std::size_t max_reply_bytes);
     ~reply_reader();
     reply_reader(const reply_reader&) = delete;
     reply_reader& operator=(const reply_reader&) = delete;
@@ -36,7 +37,9 @@ public:
     /// Starts afresh (a new connection): bytes fed before are dropped. @throws std::bad_alloc
     void reset();
 
-    /// Appends bytes read. False: the reader is in error (a protocol error seen before).
+    /// Appends bytes read. False: the reader is in error (a protocol error seen before), or
+    /// more than max_reply_bytes wait unparsed (a bulk string or an array that would be
+    /// larger than a reply may be).
     bool feed(const char* data, std::size_t n);
 
     enum class result { reply, incomplete, protocol_error };
@@ -54,6 +57,7 @@ public:
 private:
     redisReader* reader_ = nullptr;
     std::unique_ptr<reply_builder> builder_;
+    std::size_t max_bytes_;
 };
 
 } // namespace timewheel::redis::detail

@@ -1,0 +1,164 @@
+//
+// test/redis/hostile_server.cpp
+//
+// redis::connection against a server that is not Redis, or a hostile one: a raw TCP peer on
+// 127.0.0.1 that answers the first request with a bulk string announced at a terabyte and
+// then streamed without end, or with an array of endless small elements. The reply's budget
+// (config::max_reply_bytes) ends it: the request fails with protocol_error long before the
+// flood ends, the connection closes instead of holding what is sent, and a reply within the
+// budget still goes through.
+//
+
+#include <timewheel/redis/connection.hpp>
+
+#define BOOST_TEST_MODULE redis_hostile_server
+#include "support/redis_fixture.hpp"
+
+#include <boost/asio/io_context.hpp>
+#include <boost/asio/ip/tcp.hpp>
+#include <boost/asio/read_until.hpp>
+#include <boost/asio/streambuf.hpp>
+#include <boost/asio/write.hpp>
+#include <boost/test/unit_test.hpp>
+
+#include <atomic>
+#include <optional>
+#include <string>
+#include <thread>
+
+namespace net = boost::asio;
+namespace redis = timewheel::redis;
+using tcp = net::ip::tcp;
+using timewheel::test_support::run_until;
+using namespace std::chrono_literals;
+
+namespace {
+
+constexpr std::size_t flood_bytes = std::size_t(256) << 20;
+
+// A peer that answers the first request with `head`, then writes `filler` again and again
+// until `flood_bytes` are sent or the client closes. Counts what it sent.
+class hostile_peer {
+public:
+    hostile_peer(std::string head, std::string filler)
+        : acceptor_(io_, {net::ip::make_address("127.0.0.1"), 0}) {
+        thread_ = std::thread([this, head = std::move(head), filler = std::move(filler)] {
+            tcp::socket s(io_);
+            acceptor_.accept(s);
+            net::streambuf in;
+            net::read_until(s, in, "\r\n"); // the first line of the request
+            boost::system::error_code ec;
+            sent_ += net::write(s, net::buffer(head), ec);
+            while (!ec && sent_ < flood_bytes) {
+                sent_ += net::write(s, net::buffer(filler), ec);
+            }
+        });
+    }
+    ~hostile_peer() { thread_.join(); }
+
+    std::uint16_t port() const { return acceptor_.local_endpoint().port(); }
+    std::size_t sent() const { return sent_; }
+
+private:
+    net::io_context io_;
+    tcp::acceptor acceptor_;
+    std::atomic<std::size_t> sent_{0};
+    std::thread thread_;
+};
+
+// Sends GET k through a connection to `peer` with a reply budget of 1 MiB, which does not
+// reconnect; returns why the connection failed once the request completed (with
+// error::closed: the connection gave up).
+boost::system::error_code ask(hostile_peer& peer, redis::response& resp) {
+    net::io_context io;
+    redis::config cfg;
+    cfg.port = peer.port();
+    cfg.reconnect = false;
+    cfg.max_reply_bytes = 1 << 20;
+    redis::connection conn(io, cfg);
+    redis::request req;
+    req.push("GET", "k");
+    std::optional<boost::system::error_code> result;
+    conn.async_exec(req, resp, [&](boost::system::error_code ec, std::size_t) { result = ec; });
+    BOOST_TEST_REQUIRE(run_until(
+        io, [&] { return result.has_value(); }, 60s));
+    BOOST_TEST(*result == redis::error::closed, result->message());
+    const auto why = conn.last_error();
+    conn.close();
+    return why;
+}
+
+} // namespace
+
+BOOST_AUTO_TEST_CASE(a_bulk_string_streamed_without_end_fails_the_reply) {
+    hostile_peer peer("$1000000000000\r\n", std::string(64 * 1024, 'x'));
+    redis::response resp;
+    const auto ec = ask(peer, resp);
+    BOOST_TEST(ec == redis::error::protocol_error, ec.message());
+    BOOST_TEST(peer.sent() < flood_bytes / 4, peer.sent() << " bytes were taken");
+}
+
+BOOST_AUTO_TEST_CASE(an_array_of_endless_elements_fails_the_reply) {
+    std::string elements;
+    for (int i = 0; i < 16 * 1024; ++i) {
+        elements += ":1\r\n";
+    }
+    hostile_peer peer("*2000000000\r\n", elements);
+    redis::response resp;
+    const auto ec = ask(peer, resp);
+    BOOST_TEST(ec == redis::error::protocol_error, ec.message());
+    BOOST_TEST(peer.sent() < flood_bytes / 4, peer.sent() << " bytes were taken");
+    BOOST_TEST(resp.nodes().size() * 32 + resp.data().size() <= std::size_t(1) << 20);
+}
+
+BOOST_AUTO_TEST_CASE(a_reply_within_the_budget_goes_through) {
+    // A peer that sends one reply of 512 KiB, whole, then waits for the client to close.
+    class whole_peer {
+    public:
+        whole_peer()
+            : acceptor_(io_, {net::ip::make_address("127.0.0.1"), 0}) {
+            thread_ = std::thread([this] {
+                tcp::socket s(io_);
+                acceptor_.accept(s);
+                net::streambuf in;
+                net::read_until(s, in, "\r\n");
+                const std::string reply = "$" + std::to_string(512 * 1024) + "\r\n" +
+                                          std::string(512 * 1024, 'y') + "\r\n";
+                boost::system::error_code ec;
+                net::write(s, net::buffer(reply), ec);
+                char byte;
+                s.read_some(net::buffer(&byte, 1), ec); // until the client closes
+            });
+        }
+        ~whole_peer() { thread_.join(); }
+        std::uint16_t port() const { return acceptor_.local_endpoint().port(); }
+
+    private:
+        net::io_context io_;
+        tcp::acceptor acceptor_;
+        std::thread thread_;
+    } peer;
+    net::io_context io;
+    redis::config cfg;
+    cfg.port = peer.port();
+    cfg.reconnect = false;
+    cfg.max_reply_bytes = 1 << 20;
+    redis::connection conn(io, cfg);
+    redis::request req;
+    req.push("GET", "k");
+    redis::response resp;
+    std::optional<boost::system::error_code> result;
+    conn.async_exec(req, resp, [&](boost::system::error_code ec, std::size_t) { result = ec; });
+    BOOST_TEST_REQUIRE(run_until(
+        io, [&] { return result.has_value(); }, 60s));
+    BOOST_TEST(!*result, result->message());
+    BOOST_TEST(resp[0].as_string().size() == 512u * 1024u);
+    conn.close();
+}
+
+BOOST_AUTO_TEST_CASE(a_zero_budget_is_refused) {
+    net::io_context io;
+    redis::config cfg;
+    cfg.max_reply_bytes = 0;
+    BOOST_CHECK_THROW((redis::connection{io, cfg}), std::invalid_argument);
+}
