@@ -450,6 +450,22 @@ BOOST_AUTO_TEST_CASE(cross_site_writes_are_refused) {
     BOOST_TEST(n.svc->get("/v1/tasks/own").json().at("state").as_string() == "delayed");
 }
 
+// A request without Host: HTTP/1.1 requires one (400); an HTTP/1.0 client may omit it.
+BOOST_AUTO_TEST_CASE(a_request_without_host) {
+    node n;
+    for (const auto& [version, status] :
+         {std::pair<std::string, unsigned>{"HTTP/1.1", 400u}, {"HTTP/1.0", 200u}}) {
+        ts::api_connection c(n.svc->port());
+        const std::string head = "GET /healthz " + version + "\r\n\r\n";
+        boost::asio::write(c.socket(), boost::asio::buffer(head));
+        const auto r = c.receive();
+        BOOST_TEST(r.status == status, version << " -> " << r);
+        if (status == 400u) {
+            BOOST_TEST(r.error_code() == "missing_host");
+        }
+    }
+}
+
 BOOST_AUTO_TEST_CASE(allowed_hosts_and_origins_are_settings) {
     node n({"--allowed-hosts", "api.example", "--allowed-origins", "https://ops.example"});
     BOOST_TEST(n.request({verb::post,

@@ -20,6 +20,7 @@
 #include <boost/asio/ip/address.hpp>
 #include <boost/asio/this_coro.hpp>
 #include <boost/asio/use_awaitable.hpp>
+#include <boost/beast/core/string.hpp>
 #include <boost/json/serialize.hpp>
 
 #include <algorithm>
@@ -34,6 +35,7 @@ namespace timewheeld::api::detail {
 namespace net = boost::asio;
 namespace json = boost::json;
 namespace dq = timewheel::dq;
+using boost::beast::iequals;
 
 namespace {
 
@@ -468,13 +470,6 @@ net::awaitable<void> refresh_oldest_due_age(api_context& ctx) {
 // spelling of a target can reach a route unchecked.
 bool needs_token(std::string_view path) {
     return path != "/healthz" && path != "/readyz";
-}
-
-bool iequals(std::string_view a, std::string_view b) {
-    return a.size() == b.size() && std::equal(a.begin(), a.end(), b.begin(), [](char x, char y) {
-               return std::tolower(static_cast<unsigned char>(x)) ==
-                      std::tolower(static_cast<unsigned char>(y));
-           });
 }
 
 std::string_view trim(std::string_view s) {

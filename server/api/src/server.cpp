@@ -28,6 +28,7 @@
 #include <boost/asio/steady_timer.hpp>
 #include <boost/asio/use_awaitable.hpp>
 #include <boost/beast/core/flat_buffer.hpp>
+#include <boost/beast/core/string.hpp>
 #include <boost/beast/core/tcp_stream.hpp>
 #include <boost/beast/http/empty_body.hpp>
 #include <boost/beast/http/error.hpp>
@@ -75,12 +76,6 @@ private:
     std::uint64_t suppressed_ = 0;
 };
 
-bool iequals(std::string_view a, std::string_view b) {
-    return a.size() == b.size() && std::equal(a.begin(), a.end(), b.begin(), [](char x, char y) {
-               return std::tolower(static_cast<unsigned char>(x)) ==
-                      std::tolower(static_cast<unsigned char>(y));
-           });
-}
 } // namespace
 
 class server_impl {
@@ -486,7 +481,7 @@ private:
                 co_return;
             }
             const auto& req = parser.get();
-            if (iequals(req[http::field::expect], "100-continue") && !parser.is_done()) {
+            if (beast::iequals(req[http::field::expect], "100-continue") && !parser.is_done()) {
                 http::response<http::empty_body> cont(http::status::continue_, req.version());
                 auto [wec, wn] = co_await http::async_write(stream, cont, use_tuple);
                 if (wec) {

@@ -89,16 +89,23 @@ std::vector<std::string> split_list(const std::string& name, std::string_view v)
     }
 }
 
-// A comma-separated list (split_list); host names are compared in lower case.
+// Host names are compared in lower case.
+std::string lower_case(std::string_view s) {
+    std::string out(s);
+    for (auto& c : out) {
+        c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+    }
+    return out;
+}
+
+// A comma-separated list (split_list), in lower case when it names hosts.
 std::function<void(settings&, std::string_view)> list(std::vector<std::string> settings::*member,
-                                                      std::string_view name, bool lower_case) {
+                                                      std::string_view name, bool hosts) {
     return [=](settings& s, std::string_view v) {
         auto items = split_list(std::string(name), v);
-        if (lower_case) {
+        if (hosts) {
             for (auto& item : items) {
-                for (auto& c : item) {
-                    c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
-                }
+                item = lower_case(item);
             }
         }
         s.*member = std::move(items);
@@ -220,14 +227,11 @@ const std::vector<option>& options() {
                          "--signing-secret-for: expected HOST=SECRET[,SECRET...], not '" +
                          std::string(item.substr(0, eq)) + "...'");
                  }
-                 std::string host(item.substr(0, eq));
-                 for (auto& c : host) {
-                     c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
-                 }
-                 auto& list = s.signing_secrets_for[host];
+                 const std::string host = lower_case(item.substr(0, eq));
+                 auto& secrets = s.signing_secrets_for[host];
                  for (auto& secret :
                       split_list("--signing-secret-for " + host, item.substr(eq + 1))) {
-                     list.push_back(std::move(secret));
+                     secrets.push_back(std::move(secret));
                  }
              }
          },

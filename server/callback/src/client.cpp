@@ -67,10 +67,6 @@ namespace {
 // for days; the task's own retry policy still sees the full value in call_result.
 constexpr std::chrono::seconds max_backoff = std::chrono::hours(1);
 
-// A plain connection is made through a beast::tcp_stream (for its connect timeout), then
-// used as the bare socket: every read and write through tcp_stream copies its executor and
-// shared state and checks its timers, a cost at each call that a kept-alive connection does
-// not need (the call's own deadline closes the socket).
 // What a receiver's answer may cost: its header at most header_limit bytes, and the read
 // buffer at most read_buffer_limit, whatever it sends (Beast's parser bounds neither a
 // chunk extension nor trailers by itself: the buffer's own limit does, with
@@ -82,6 +78,10 @@ constexpr std::size_t read_buffer_limit = 64 * 1024;
 // stores keep 1024 bytes: never cut there, mid code point).
 constexpr std::size_t max_error_bytes = 512;
 
+// A plain connection is made through a beast::tcp_stream (for its connect timeout), then
+// used as the bare socket: every read and write through tcp_stream copies its executor and
+// shared state and checks its timers, a cost at each call that a kept-alive connection does
+// not need (the call's own deadline closes the socket).
 struct connection {
     std::optional<beast::tcp_stream> plain;     // while connecting
     std::optional<net::ip::tcp::socket> socket; // plain, once connected

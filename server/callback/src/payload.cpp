@@ -53,9 +53,7 @@ const json::string& want_string(const json::value& v, const std::string& field) 
         throw payload_error(field, "must be a string");
     return v.get_string();
 }
-} // namespace
 
-namespace {
 // One object of headers ("headers" or "secret_headers") into `out`. `other` holds what the
 // other object gave (a name may not be in both: which value would be sent?); `count` and
 // `bytes` are the headers, and their names and values, of both so far.
