@@ -327,48 +327,49 @@ public:
 
     executor_type get_executor() const override { return inner_.get_executor(); }
     const dq::limits& get_limits() const noexcept override { return inner_.get_limits(); }
-    void submit(dq::task t, handler<void(error_code, dq::submit_result, std::string)> h) override {
+    void do_submit(dq::task t,
+                   handler<void(error_code, dq::submit_result, std::string)> h) override {
         inner_.submit(std::move(t), std::move(h));
     }
-    void cancel(std::string id, handler<void(error_code, dq::cancel_result)> h) override {
+    void do_cancel(std::string id, handler<void(error_code, dq::cancel_result)> h) override {
         inner_.cancel(std::move(id), std::move(h));
     }
-    void reschedule(std::string id, dq::due_time due, handler<void(error_code)> h) override {
+    void do_reschedule(std::string id, dq::due_time due, handler<void(error_code)> h) override {
         inner_.reschedule(std::move(id), due, std::move(h));
     }
-    void status(std::string id, handler<void(error_code, dq::task_status)> h) override {
+    void do_status(std::string id, handler<void(error_code, dq::task_status)> h) override {
         inner_.status(std::move(id), std::move(h));
     }
-    void list_dead(std::string cursor, std::size_t count,
-                   handler<void(error_code, dq::dead_page)> h) override {
+    void do_list_dead(std::string cursor, std::size_t count,
+                      handler<void(error_code, dq::dead_page)> h) override {
         inner_.list_dead(std::move(cursor), count, std::move(h));
     }
-    void requeue_dead(std::string id, dq::due_time due, handler<void(error_code)> h) override {
+    void do_requeue_dead(std::string id, dq::due_time due, handler<void(error_code)> h) override {
         inner_.requeue_dead(std::move(id), due, std::move(h));
     }
-    void delete_dead(std::string id, handler<void(error_code)> h) override {
+    void do_delete_dead(std::string id, handler<void(error_code)> h) override {
         inner_.delete_dead(std::move(id), std::move(h));
     }
-    void claim(const dq::claim_options& opt,
-               handler<void(error_code, dq::claim_result)> h) override {
+    void do_claim(const dq::claim_options& opt,
+                  handler<void(error_code, dq::claim_result)> h) override {
         ++claims;
         inner_.claim(opt, [this, h = std::move(h)](error_code ec, dq::claim_result r) mutable {
             claimed += r.tasks.size();
             std::move(h)(ec, std::move(r));
         });
     }
-    void start(std::vector<dq::lease_ref> leases,
-               handler<void(error_code, std::vector<dq::start_result>)> h) override {
+    void do_start(std::vector<dq::lease_ref> leases,
+                  handler<void(error_code, std::vector<dq::start_result>)> h) override {
         ++starts;
         started += leases.size();
         inner_.start(std::move(leases), std::move(h));
     }
-    void renew(std::vector<dq::lease_ref> leases, dq::duration lease,
-               handler<void(error_code, std::vector<dq::ack_result>)> h) override {
+    void do_renew(std::vector<dq::lease_ref> leases, dq::duration lease,
+                  handler<void(error_code, std::vector<dq::ack_result>)> h) override {
         inner_.renew(std::move(leases), lease, std::move(h));
     }
-    void acknowledge(std::vector<dq::ack> acks,
-                     handler<void(error_code, std::vector<dq::ack_result>)> h) override {
+    void do_acknowledge(std::vector<dq::ack> acks,
+                        handler<void(error_code, std::vector<dq::ack_result>)> h) override {
         ++ack_calls;
         inner_.acknowledge(
             std::move(acks),
@@ -384,7 +385,7 @@ public:
                 }
             });
     }
-    void release(std::vector<dq::lease_ref> leases, handler<void(error_code)> h) override {
+    void do_release(std::vector<dq::lease_ref> leases, handler<void(error_code)> h) override {
         inner_.release(std::move(leases), std::move(h));
     }
     void wait_wakeup(handler<void(error_code, dq::time_point)> h) override {

@@ -113,9 +113,6 @@ struct call_args {
     void add(std::int64_t v) { args.push_back(number(v)); }
 };
 
-constexpr std::size_t max_error_bytes = 1024;
-constexpr std::size_t max_worker_bytes = 200;
-
 } // namespace
 
 class redis_store_impl : public std::enable_shared_from_this<redis_store_impl> {
@@ -272,30 +269,12 @@ public:
     // --- producer -----------------------------------------------------------------------
 
     void submit(task t, store::handler<void(error_code, submit_result, std::string)> h) {
-        if (t.id.empty()) {
-            t.id = detail::generate_id(rng_);
-        }
-        char kind = 'a';
-        std::int64_t due = 0;
-        error_code ec = detail::check_id(t.id, opt_.limits);
-        if (!ec && t.payload.size() > opt_.limits.max_payload_bytes) {
-            ec = error::payload_too_large;
-        }
-        if (!ec) {
-            ec = detail::check_due(t.due, kind, due);
-        }
-        if (!ec) {
-            ec = detail::check_policy(t.retry);
-        }
-        if (ec) {
-            post(std::move(h), ec, submit_result::created, std::string());
-            return;
-        }
+        const auto due = detail::encode_due(t.due);
         auto st = std::make_shared<exec_state>();
         call_args a;
         a.add(t.id);
-        a.add(std::string_view(&kind, 1));
-        a.add(due);
+        a.add(std::string_view(&due.kind, 1));
+        a.add(due.ms);
         a.add(t.payload);
         a.add(static_cast<std::int64_t>(t.retry.max_attempts));
         a.add(t.retry.base.count());
@@ -322,10 +301,6 @@ public:
     }
 
     void cancel(std::string id, store::handler<void(error_code, cancel_result)> h) {
-        if (auto ec = detail::check_id(id, opt_.limits)) {
-            post(std::move(h), ec, cancel_result::not_found);
-            return;
-        }
         auto st = std::make_shared<exec_state>();
         call_args a;
         a.add(id);
@@ -351,22 +326,13 @@ public:
     // An operation on one id whose reply is 'ok' or an error.
     void simple(const redis::script& s, std::string id, std::optional<due_time> due,
                 store::handler<void(error_code)> h) {
-        error_code ec = detail::check_id(id, opt_.limits);
-        char kind = 'a';
-        std::int64_t value = 0;
-        if (!ec && due) {
-            ec = detail::check_due(*due, kind, value);
-        }
-        if (ec) {
-            post(std::move(h), ec);
-            return;
-        }
         auto st = std::make_shared<exec_state>();
         call_args a;
         a.add(id);
         if (due) {
-            a.add(std::string_view(&kind, 1));
-            a.add(value);
+            const auto d = detail::encode_due(*due);
+            a.add(std::string_view(&d.kind, 1));
+            a.add(d.ms);
         }
         push_shard_script(st->req, s, shard_of(id), a);
         forget_due(shard_of(id));
@@ -380,10 +346,6 @@ public:
     }
 
     void status(std::string id, store::handler<void(error_code, task_status)> h) {
-        if (auto ec = detail::check_id(id, opt_.limits)) {
-            post(std::move(h), ec, task_status{});
-            return;
-        }
         auto st = std::make_shared<exec_state>();
         call_args a;
         a.add(id);
@@ -460,9 +422,7 @@ public:
         std::string after_id;
         std::int64_t after_score = 0;
         error_code ec;
-        if (count == 0 || count > 10000) {
-            ec = error::invalid_argument;
-        } else if (!cursor.empty()) {
+        if (!cursor.empty()) {
             const auto c1 = cursor.find(':');
             const auto c2 = c1 == std::string::npos ? c1 : cursor.find(':', c1 + 1);
             if (c2 == std::string::npos) {
@@ -527,11 +487,6 @@ public:
     // --- worker -------------------------------------------------------------------------
 
     void claim(const claim_options& opt, store::handler<void(error_code, claim_result)> h) {
-        if (opt.batch == 0 || opt.batch > 100000 || opt.lease.count() <= 0 ||
-            opt.horizon.count() < 0 || opt.worker.size() > max_worker_bytes) {
-            post(std::move(h), error_code(error::invalid_argument), claim_result{});
-            return;
-        }
         const auto visit = shards_to_visit(opt.horizon.count(), opt.batch);
         auto st = std::make_shared<exec_state>();
         // The batch is spread over the shards visited, the remainder to the first ones.
@@ -805,14 +760,6 @@ public:
 
     void start(std::vector<lease_ref> leases,
                store::handler<void(error_code, std::vector<start_result>)> h) {
-        if (auto ec = detail::check_leases(leases, opt_.limits)) {
-            post(std::move(h), ec, std::vector<start_result>());
-            return;
-        }
-        if (leases.empty()) {
-            post(std::move(h), error_code(), std::vector<start_result>());
-            return;
-        }
         const auto ids = ids_of(leases);
         per_shard<start_result>(
             scripts::start(), ids,
@@ -832,14 +779,6 @@ public:
 
     void renew(std::vector<lease_ref> leases, duration lease,
                store::handler<void(error_code, std::vector<ack_result>)> h) {
-        error_code ec = detail::check_leases(leases, opt_.limits);
-        if (!ec && lease.count() <= 0) {
-            ec = error::invalid_argument;
-        }
-        if (ec || leases.empty()) {
-            post(std::move(h), ec, std::vector<ack_result>());
-            return;
-        }
         const auto ids = ids_of(leases);
         per_shard<ack_result>(
             scripts::renew(), ids,
@@ -855,27 +794,10 @@ public:
 
     void acknowledge(std::vector<ack> acks,
                      store::handler<void(error_code, std::vector<ack_result>)> h) {
-        error_code ec;
         std::vector<std::string_view> ids;
         ids.reserve(acks.size());
-        if (acks.size() > detail::max_batch) {
-            ec = error::invalid_argument;
-        }
         for (const auto& a : acks) {
-            if (!ec) {
-                ec = detail::check_id(a.lease.id, opt_.limits);
-            }
-            if (!ec && (a.lease.token.empty() || a.lease.token.size() > 64)) {
-                ec = error::invalid_argument;
-            }
-            if (!ec && a.outcome.retry_after && a.outcome.retry_after->count() < 0) {
-                ec = error::invalid_argument;
-            }
             ids.emplace_back(a.lease.id);
-        }
-        if (ec || acks.empty()) {
-            post(std::move(h), ec, std::vector<ack_result>());
-            return;
         }
         per_shard<ack_result>(
             scripts::ack(), ids,
@@ -889,11 +811,9 @@ public:
                                       : k.outcome.what == outcome::kind::defer ? 'd'
                                                                                : 'f';
                     a.add(std::string_view(&kind, 1));
-                    a.add(k.outcome.retry_after
-                              ? std::min<std::int64_t>(k.outcome.retry_after->count(),
-                                                       detail::max_backoff_ms)
-                              : std::int64_t(-1));
-                    a.add(std::string_view(k.outcome.error).substr(0, max_error_bytes));
+                    a.add(k.outcome.retry_after ? k.outcome.retry_after->count()
+                                                : std::int64_t(-1));
+                    a.add(k.outcome.error);
                     a.add(k.started.time_since_epoch().count());
                     a.add(k.ended.time_since_epoch().count());
                 }
@@ -902,10 +822,6 @@ public:
     }
 
     void release(std::vector<lease_ref> leases, store::handler<void(error_code)> h) {
-        if (auto ec = detail::check_leases(leases, opt_.limits); ec || leases.empty()) {
-            post(std::move(h), ec);
-            return;
-        }
         const auto ids = ids_of(leases);
         for (const auto id : ids) {
             forget_due(shard_of(id));
@@ -1067,61 +983,62 @@ const dq::limits& redis_store::get_limits() const noexcept {
     return impl_->options().limits;
 }
 
-void redis_store::submit(task t,
-                         handler<void(boost::system::error_code, submit_result, std::string)> h) {
+void redis_store::do_submit(
+    task t, handler<void(boost::system::error_code, submit_result, std::string)> h) {
     impl_->submit(std::move(t), std::move(h));
 }
 
-void redis_store::cancel(std::string id,
-                         handler<void(boost::system::error_code, cancel_result)> h) {
+void redis_store::do_cancel(std::string id,
+                            handler<void(boost::system::error_code, cancel_result)> h) {
     impl_->cancel(std::move(id), std::move(h));
 }
 
-void redis_store::reschedule(std::string id, due_time due,
-                             handler<void(boost::system::error_code)> h) {
+void redis_store::do_reschedule(std::string id, due_time due,
+                                handler<void(boost::system::error_code)> h) {
     impl_->simple(detail::scripts::reschedule(), std::move(id), due, std::move(h));
 }
 
-void redis_store::status(std::string id, handler<void(boost::system::error_code, task_status)> h) {
+void redis_store::do_status(std::string id,
+                            handler<void(boost::system::error_code, task_status)> h) {
     impl_->status(std::move(id), std::move(h));
 }
 
-void redis_store::list_dead(std::string cursor, std::size_t count,
-                            handler<void(boost::system::error_code, dead_page)> h) {
+void redis_store::do_list_dead(std::string cursor, std::size_t count,
+                               handler<void(boost::system::error_code, dead_page)> h) {
     impl_->list_dead(std::move(cursor), count, std::move(h));
 }
 
-void redis_store::requeue_dead(std::string id, due_time due,
-                               handler<void(boost::system::error_code)> h) {
+void redis_store::do_requeue_dead(std::string id, due_time due,
+                                  handler<void(boost::system::error_code)> h) {
     impl_->simple(detail::scripts::requeue_dead(), std::move(id), due, std::move(h));
 }
 
-void redis_store::delete_dead(std::string id, handler<void(boost::system::error_code)> h) {
+void redis_store::do_delete_dead(std::string id, handler<void(boost::system::error_code)> h) {
     impl_->simple(detail::scripts::delete_dead(), std::move(id), std::nullopt, std::move(h));
 }
 
-void redis_store::claim(const claim_options& opt,
-                        handler<void(boost::system::error_code, claim_result)> h) {
+void redis_store::do_claim(const claim_options& opt,
+                           handler<void(boost::system::error_code, claim_result)> h) {
     impl_->claim(opt, std::move(h));
 }
 
-void redis_store::start(std::vector<lease_ref> leases,
-                        handler<void(boost::system::error_code, std::vector<start_result>)> h) {
+void redis_store::do_start(std::vector<lease_ref> leases,
+                           handler<void(boost::system::error_code, std::vector<start_result>)> h) {
     impl_->start(std::move(leases), std::move(h));
 }
 
-void redis_store::renew(std::vector<lease_ref> leases, duration lease,
-                        handler<void(boost::system::error_code, std::vector<ack_result>)> h) {
+void redis_store::do_renew(std::vector<lease_ref> leases, duration lease,
+                           handler<void(boost::system::error_code, std::vector<ack_result>)> h) {
     impl_->renew(std::move(leases), lease, std::move(h));
 }
 
-void redis_store::acknowledge(std::vector<ack> acks,
-                              handler<void(boost::system::error_code, std::vector<ack_result>)> h) {
+void redis_store::do_acknowledge(
+    std::vector<ack> acks, handler<void(boost::system::error_code, std::vector<ack_result>)> h) {
     impl_->acknowledge(std::move(acks), std::move(h));
 }
 
-void redis_store::release(std::vector<lease_ref> leases,
-                          handler<void(boost::system::error_code)> h) {
+void redis_store::do_release(std::vector<lease_ref> leases,
+                             handler<void(boost::system::error_code)> h) {
     impl_->release(std::move(leases), std::move(h));
 }
 

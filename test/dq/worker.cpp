@@ -78,29 +78,31 @@ public:
         , skew_(skew) {}
     executor_type get_executor() const override { return inner_.get_executor(); }
     const dq::limits& get_limits() const noexcept override { return inner_.get_limits(); }
-    void submit(dq::task t, handler<void(error_code, dq::submit_result, std::string)> h) override {
+    void do_submit(dq::task t,
+                   handler<void(error_code, dq::submit_result, std::string)> h) override {
         inner_.submit(std::move(t), std::move(h));
     }
-    void cancel(std::string id, handler<void(error_code, dq::cancel_result)> h) override {
+    void do_cancel(std::string id, handler<void(error_code, dq::cancel_result)> h) override {
         inner_.cancel(std::move(id), std::move(h));
     }
-    void reschedule(std::string id, dq::due_time d, handler<void(error_code)> h) override {
+    void do_reschedule(std::string id, dq::due_time d, handler<void(error_code)> h) override {
         inner_.reschedule(std::move(id), d, std::move(h));
     }
-    void status(std::string id, handler<void(error_code, dq::task_status)> h) override {
+    void do_status(std::string id, handler<void(error_code, dq::task_status)> h) override {
         inner_.status(std::move(id), std::move(h));
     }
-    void list_dead(std::string c, std::size_t n,
-                   handler<void(error_code, dq::dead_page)> h) override {
+    void do_list_dead(std::string c, std::size_t n,
+                      handler<void(error_code, dq::dead_page)> h) override {
         inner_.list_dead(std::move(c), n, std::move(h));
     }
-    void requeue_dead(std::string id, dq::due_time d, handler<void(error_code)> h) override {
+    void do_requeue_dead(std::string id, dq::due_time d, handler<void(error_code)> h) override {
         inner_.requeue_dead(std::move(id), d, std::move(h));
     }
-    void delete_dead(std::string id, handler<void(error_code)> h) override {
+    void do_delete_dead(std::string id, handler<void(error_code)> h) override {
         inner_.delete_dead(std::move(id), std::move(h));
     }
-    void claim(const dq::claim_options& o, handler<void(error_code, dq::claim_result)> h) override {
+    void do_claim(const dq::claim_options& o,
+                  handler<void(error_code, dq::claim_result)> h) override {
         most_claims_in_flight_ = std::max(most_claims_in_flight_, ++claims_in_flight_);
         inner_.claim(o, [this, h = std::move(h)](error_code ec, dq::claim_result r) mutable {
             --claims_in_flight_;
@@ -111,8 +113,8 @@ public:
             std::move(h)(ec, std::move(r));
         });
     }
-    void start(std::vector<dq::lease_ref> l,
-               handler<void(error_code, std::vector<dq::start_result>)> h) override {
+    void do_start(std::vector<dq::lease_ref> l,
+                  handler<void(error_code, std::vector<dq::start_result>)> h) override {
         inner_.start(std::move(l), [this, h = std::move(h)](
                                        error_code ec, std::vector<dq::start_result> r) mutable {
             for (auto x : r) {
@@ -121,15 +123,15 @@ public:
             std::move(h)(ec, std::move(r));
         });
     }
-    void renew(std::vector<dq::lease_ref> l, dq::duration d,
-               handler<void(error_code, std::vector<dq::ack_result>)> h) override {
+    void do_renew(std::vector<dq::lease_ref> l, dq::duration d,
+                  handler<void(error_code, std::vector<dq::ack_result>)> h) override {
         inner_.renew(std::move(l), d, std::move(h));
     }
-    void acknowledge(std::vector<dq::ack> a,
-                     handler<void(error_code, std::vector<dq::ack_result>)> h) override {
+    void do_acknowledge(std::vector<dq::ack> a,
+                        handler<void(error_code, std::vector<dq::ack_result>)> h) override {
         inner_.acknowledge(std::move(a), std::move(h));
     }
-    void release(std::vector<dq::lease_ref> l, handler<void(error_code)> h) override {
+    void do_release(std::vector<dq::lease_ref> l, handler<void(error_code)> h) override {
         inner_.release(std::move(l), std::move(h));
     }
     void wait_wakeup(handler<void(error_code, dq::time_point)> h) override {

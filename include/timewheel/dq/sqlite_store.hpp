@@ -146,27 +146,6 @@ public:
     executor_type get_executor() const override;
     const dq::limits& get_limits() const noexcept override;
 
-    void submit(task t,
-                handler<void(boost::system::error_code, submit_result, std::string)> h) override;
-    void cancel(std::string id, handler<void(boost::system::error_code, cancel_result)> h) override;
-    void reschedule(std::string id, due_time due,
-                    handler<void(boost::system::error_code)> h) override;
-    void status(std::string id, handler<void(boost::system::error_code, task_status)> h) override;
-    void list_dead(std::string cursor, std::size_t count,
-                   handler<void(boost::system::error_code, dead_page)> h) override;
-    void requeue_dead(std::string id, due_time due,
-                      handler<void(boost::system::error_code)> h) override;
-    void delete_dead(std::string id, handler<void(boost::system::error_code)> h) override;
-    void claim(const claim_options& opt,
-               handler<void(boost::system::error_code, claim_result)> h) override;
-    void start(std::vector<lease_ref> leases,
-               handler<void(boost::system::error_code, std::vector<start_result>)> h) override;
-    void renew(std::vector<lease_ref> leases, duration lease,
-               handler<void(boost::system::error_code, std::vector<ack_result>)> h) override;
-    void acknowledge(std::vector<ack> acks,
-                     handler<void(boost::system::error_code, std::vector<ack_result>)> h) override;
-    void release(std::vector<lease_ref> leases,
-                 handler<void(boost::system::error_code)> h) override;
     void wait_wakeup(handler<void(boost::system::error_code, time_point)> h) override;
     void now(handler<void(boost::system::error_code, time_point)> h) override;
     /// Reads the schema version in a write transaction on the store's thread, behind the
@@ -177,6 +156,32 @@ public:
         handler<void(boost::system::error_code, time_point, std::optional<time_point>)> h) override;
 
 private:
+    // dq::store's operations, their input checked there.
+    void do_submit(task t,
+                   handler<void(boost::system::error_code, submit_result, std::string)> h) override;
+    void do_cancel(std::string id,
+                   handler<void(boost::system::error_code, cancel_result)> h) override;
+    void do_reschedule(std::string id, due_time due,
+                       handler<void(boost::system::error_code)> h) override;
+    void do_status(std::string id,
+                   handler<void(boost::system::error_code, task_status)> h) override;
+    void do_list_dead(std::string cursor, std::size_t count,
+                      handler<void(boost::system::error_code, dead_page)> h) override;
+    void do_requeue_dead(std::string id, due_time due,
+                         handler<void(boost::system::error_code)> h) override;
+    void do_delete_dead(std::string id, handler<void(boost::system::error_code)> h) override;
+    void do_claim(const claim_options& opt,
+                  handler<void(boost::system::error_code, claim_result)> h) override;
+    void do_start(std::vector<lease_ref> leases,
+                  handler<void(boost::system::error_code, std::vector<start_result>)> h) override;
+    void do_renew(std::vector<lease_ref> leases, duration lease,
+                  handler<void(boost::system::error_code, std::vector<ack_result>)> h) override;
+    void
+    do_acknowledge(std::vector<ack> acks,
+                   handler<void(boost::system::error_code, std::vector<ack_result>)> h) override;
+    void do_release(std::vector<lease_ref> leases,
+                    handler<void(boost::system::error_code)> h) override;
+
     executor_type ex_;
     sqlite_store_options opt_;
     std::shared_ptr<detail::sqlite_waiter> waiter_;

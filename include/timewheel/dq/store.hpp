@@ -2,9 +2,13 @@
 // timewheel/dq/store.hpp
 //
 // The one interface between the durable queue (dq::queue, dq::worker) and where tasks are
-// kept: dq::redis_store here, an embedded SQLite store later. Every operation is
-// asynchronous, completes through a type-erased handler on the store's executor, and is
-// atomic in the store: a task is at every moment in exactly one state.
+// kept: dq::redis_store and dq::sqlite_store. Every operation is asynchronous, completes
+// through a type-erased handler on the store's executor, and is atomic in the store: a task
+// is at every moment in exactly one state.
+//
+// The operations that take input are not virtual: they check it here, once for every store
+// (src/dq/store.cpp), and hand what passed to the store's do_* override. So two stores cannot
+// refuse different input, and a store's code starts from input it can trust.
 //
 #ifndef TIMEWHEEL_DQ_STORE_HPP
 #define TIMEWHEEL_DQ_STORE_HPP
@@ -47,11 +51,12 @@ struct claim_options {
     std::size_t start_due = 0;
 };
 
-/// Where tasks live. Implementations: dq::redis_store.
+/// Where tasks live. Implementations: dq::redis_store, dq::sqlite_store.
 /**
- * The queue and the worker call a store only from its executor. A store reports bad input
- * with dq::error values and leaves itself unchanged; its transport's failures keep their own
- * codes. Every operation is atomic in the store.
+ * The queue and the worker call a store only from its executor. Bad input fails with the
+ * dq::error value that names what was wrong, posted to the store's executor, before the
+ * store sees it; its transport's failures keep their own codes. Every operation is atomic in
+ * the store.
  */
 class store {
 public:
@@ -71,35 +76,32 @@ public:
     // --- The producer's side ------------------------------------------------------------
 
     /// Creates a task (or finds one with its id). Completes with the task's id (generated
-    /// when `t.id` was empty).
-    virtual void submit(task t,
-                        handler<void(boost::system::error_code, submit_result, std::string)> h) = 0;
+    /// when `t.id` was empty). Bad input: id_too_long, invalid_id, payload_too_large,
+    /// due_out_of_range, zero_attempts, invalid_backoff.
+    void submit(task t, handler<void(boost::system::error_code, submit_result, std::string)> h);
 
     /// Cancels a delayed or prefetched task: it never starts.
-    virtual void cancel(std::string id,
-                        handler<void(boost::system::error_code, cancel_result)> h) = 0;
+    void cancel(std::string id, handler<void(boost::system::error_code, cancel_result)> h);
 
     /// Gives a delayed task a new due time; a prefetched one is taken back from its worker
     /// (its lease becomes stale) and delayed to the new time. Errors: not_found, wrong_state
     /// (running, finished, dead, cancelled).
-    virtual void reschedule(std::string id, due_time due,
-                            handler<void(boost::system::error_code)> h) = 0;
+    void reschedule(std::string id, due_time due, handler<void(boost::system::error_code)> h);
 
     /// Everything the store knows of a task. Error: not_found.
-    virtual void status(std::string id,
-                        handler<void(boost::system::error_code, task_status)> h) = 0;
+    void status(std::string id, handler<void(boost::system::error_code, task_status)> h);
 
-    /// Dead letters, oldest death first, at most `count`, from `cursor` (empty: the start).
-    virtual void list_dead(std::string cursor, std::size_t count,
-                           handler<void(boost::system::error_code, dead_page)> h) = 0;
+    /// Dead letters, oldest death first, at most `count` (1 to detail::max_dead_page), from
+    /// `cursor` (empty: the start; otherwise what the store gave as a page's next cursor).
+    void list_dead(std::string cursor, std::size_t count,
+                   handler<void(boost::system::error_code, dead_page)> h);
 
     /// Makes a dead task delayed again, due at `due`, with its attempts reset. Error:
     /// not_found (no such dead letter).
-    virtual void requeue_dead(std::string id, due_time due,
-                              handler<void(boost::system::error_code)> h) = 0;
+    void requeue_dead(std::string id, due_time due, handler<void(boost::system::error_code)> h);
 
     /// Forgets a dead task. Error: not_found.
-    virtual void delete_dead(std::string id, handler<void(boost::system::error_code)> h) = 0;
+    void delete_dead(std::string id, handler<void(boost::system::error_code)> h);
 
     // --- The worker's side --------------------------------------------------------------
 
@@ -107,26 +109,24 @@ public:
     /// up to `opt.batch` tasks due by now + `opt.horizon`, each with a fresh random token;
     /// up to `opt.start_due` of those already due by the store's clock may come back running
     /// (their lease then runs until now + `opt.lease`).
-    virtual void claim(const claim_options& opt,
-                       handler<void(boost::system::error_code, claim_result)> h) = 0;
+    void claim(const claim_options& opt, handler<void(boost::system::error_code, claim_result)> h);
 
     /// At the due time: turns prefetched tasks into running, one result per lease, in order.
-    virtual void start(std::vector<lease_ref> leases,
-                       handler<void(boost::system::error_code, std::vector<start_result>)> h) = 0;
+    void start(std::vector<lease_ref> leases,
+               handler<void(boost::system::error_code, std::vector<start_result>)> h);
 
     /// Extends leases to now + `lease`, one result per lease, in order.
-    virtual void renew(std::vector<lease_ref> leases, duration lease,
-                       handler<void(boost::system::error_code, std::vector<ack_result>)> h) = 0;
+    void renew(std::vector<lease_ref> leases, duration lease,
+               handler<void(boost::system::error_code, std::vector<ack_result>)> h);
 
-    /// Records how runs ended, one result per ack, in order.
-    virtual void
-    acknowledge(std::vector<ack> acks,
-                handler<void(boost::system::error_code, std::vector<ack_result>)> h) = 0;
+    /// Records how runs ended, one result per ack, in order. An outcome's error is kept to
+    /// its first detail::max_error_bytes bytes, a retry_after to detail::max_backoff_ms.
+    void acknowledge(std::vector<ack> acks,
+                     handler<void(boost::system::error_code, std::vector<ack_result>)> h);
 
     /// Gives back prefetched tasks that were not started (a worker stopping): delayed again
     /// at their due time, their attempt not counted.
-    virtual void release(std::vector<lease_ref> leases,
-                         handler<void(boost::system::error_code)> h) = 0;
+    void release(std::vector<lease_ref> leases, handler<void(boost::system::error_code)> h);
 
     /// Completes at the next wake-up: a submit (or reschedule, requeue, retry) that made a
     /// task its shard's earliest, with that task's due time. One wait at a time; a store
@@ -162,6 +162,39 @@ public:
                                                   boost::asio::error::operation_not_supported),
                                               time_point{}, std::optional<time_point>()));
     }
+
+private:
+    // --- Each store's work, on checked input ---------------------------------------------
+    // The operation of the same name calls these once its input passed every check: ids are
+    // valid (a task's generated when it had none), due times in range, a vector of leases or
+    // acks is never empty and within detail::max_batch, an ack's error and retry_after are
+    // within their bounds. A list_dead cursor is the store's own: it checks that itself.
+
+    virtual void
+    do_submit(task t, handler<void(boost::system::error_code, submit_result, std::string)> h) = 0;
+    virtual void do_cancel(std::string id,
+                           handler<void(boost::system::error_code, cancel_result)> h) = 0;
+    virtual void do_reschedule(std::string id, due_time due,
+                               handler<void(boost::system::error_code)> h) = 0;
+    virtual void do_status(std::string id,
+                           handler<void(boost::system::error_code, task_status)> h) = 0;
+    virtual void do_list_dead(std::string cursor, std::size_t count,
+                              handler<void(boost::system::error_code, dead_page)> h) = 0;
+    virtual void do_requeue_dead(std::string id, due_time due,
+                                 handler<void(boost::system::error_code)> h) = 0;
+    virtual void do_delete_dead(std::string id, handler<void(boost::system::error_code)> h) = 0;
+    virtual void do_claim(const claim_options& opt,
+                          handler<void(boost::system::error_code, claim_result)> h) = 0;
+    virtual void
+    do_start(std::vector<lease_ref> leases,
+             handler<void(boost::system::error_code, std::vector<start_result>)> h) = 0;
+    virtual void do_renew(std::vector<lease_ref> leases, duration lease,
+                          handler<void(boost::system::error_code, std::vector<ack_result>)> h) = 0;
+    virtual void
+    do_acknowledge(std::vector<ack> acks,
+                   handler<void(boost::system::error_code, std::vector<ack_result>)> h) = 0;
+    virtual void do_release(std::vector<lease_ref> leases,
+                            handler<void(boost::system::error_code)> h) = 0;
 };
 
 } // namespace timewheel::dq

@@ -78,8 +78,6 @@ using boost::system::error_code;
 constexpr std::int64_t delayed = 0, prefetched = 1, running = 2, finished = 3, dead = 4,
                        cancelled = 5;
 constexpr std::int64_t schema_version = 1;
-constexpr std::size_t max_error_bytes = 1024;
-constexpr std::size_t max_worker_bytes = 200;
 // Bounded work per group: expired leases handled by one claim, victims of one trim.
 constexpr int expired_per_claim = 64;
 constexpr int trim_per_group = 256;
@@ -691,7 +689,7 @@ public:
                 ended = now;
             }
             const auto att = r->lease_attempt;
-            const auto err = std::string_view(a.outcome.error).substr(0, max_error_bytes);
+            const std::string_view err = a.outcome.error;
             switch (a.outcome.what) {
             case outcome::kind::success:
                 log(a.lease.id, att, r->worker, started, ended, "success", "");
@@ -707,19 +705,14 @@ public:
                     end(*r, dead, att, err, now);
                 } else {
                     const auto wait =
-                        a.outcome.retry_after
-                            ? std::min<std::int64_t>(a.outcome.retry_after->count(), max_backoff_ms)
-                            : backoff(*r, att);
+                        a.outcome.retry_after ? a.outcome.retry_after->count() : backoff(*r, att);
                     delay(*r, now + wait, att, err, now);
                 }
                 break;
             case outcome::kind::defer:
                 // Nothing ran: the attempt is given back (the count stays the one before
                 // the claim) and nothing is logged.
-                delay(*r,
-                      now + std::min<std::int64_t>(
-                                a.outcome.retry_after ? a.outcome.retry_after->count() : 0,
-                                max_backoff_ms),
+                delay(*r, now + (a.outcome.retry_after ? a.outcome.retry_after->count() : 0),
                       r->attempt, err, now);
                 break;
             }
@@ -1295,16 +1288,6 @@ private:
     std::tuple<R...> results_;
 };
 
-// --- validation (the same codes as dq::redis_store) ---------------------------------------
-
-std::mt19937_64& id_rng() {
-    thread_local std::mt19937_64 rng = [] {
-        std::random_device rd;
-        return std::mt19937_64((std::uint64_t(rd()) << 32) ^ rd());
-    }();
-    return rng;
-}
-
 } // namespace
 
 } // namespace detail
@@ -1412,84 +1395,47 @@ const dq::limits& sqlite_store::get_limits() const noexcept {
     return opt_.limits;
 }
 
-void sqlite_store::submit(task t,
-                          handler<void(boost::system::error_code, submit_result, std::string)> h) {
-    if (t.id.empty()) {
-        t.id = detail::generate_id(detail::id_rng());
-    }
-    char kind = 'a';
-    std::int64_t value = 0;
-    error_code ec = detail::check_id(t.id, opt_.limits);
-    if (!ec && t.payload.size() > opt_.limits.max_payload_bytes) {
-        ec = error::payload_too_large;
-    }
-    if (!ec) {
-        ec = detail::check_due(t.due, kind, value);
-    }
-    if (!ec) {
-        ec = detail::check_policy(t.retry);
-    }
-    if (ec) {
-        post_now(ex_, std::move(h), ec, submit_result::created, std::string());
-        return;
-    }
-    enqueue<submit_result, std::string>(
-        engine_.get(), ex_, std::move(h),
-        [t = std::move(t), kind, value](detail::sqlite_engine& e, error_code& ec, submit_result& r,
-                                        std::string& id) {
-            r = e.submit(t, kind, value, ec);
-            if (!ec) {
-                id = t.id;
-            }
-        });
+void sqlite_store::do_submit(
+    task t, handler<void(boost::system::error_code, submit_result, std::string)> h) {
+    const auto due = detail::encode_due(t.due);
+    enqueue<submit_result, std::string>(engine_.get(), ex_, std::move(h),
+                                        [t = std::move(t), kind = due.kind,
+                                         value = due.ms](detail::sqlite_engine& e, error_code& ec,
+                                                         submit_result& r, std::string& id) {
+                                            r = e.submit(t, kind, value, ec);
+                                            if (!ec) {
+                                                id = t.id;
+                                            }
+                                        });
 }
 
-void sqlite_store::cancel(std::string id,
-                          handler<void(boost::system::error_code, cancel_result)> h) {
-    if (auto ec = detail::check_id(id, opt_.limits)) {
-        post_now(ex_, std::move(h), ec, cancel_result::not_found);
-        return;
-    }
+void sqlite_store::do_cancel(std::string id,
+                             handler<void(boost::system::error_code, cancel_result)> h) {
     enqueue<cancel_result>(engine_.get(), ex_, std::move(h),
                            [id = std::move(id)](detail::sqlite_engine& e, error_code&,
                                                 cancel_result& r) { r = e.cancel(id); });
 }
 
-void sqlite_store::reschedule(std::string id, due_time due,
-                              handler<void(boost::system::error_code)> h) {
-    char kind = 'a';
-    std::int64_t value = 0;
-    error_code ec = detail::check_id(id, opt_.limits);
-    if (!ec) {
-        ec = detail::check_due(due, kind, value);
-    }
-    if (ec) {
-        post_now(ex_, std::move(h), ec);
-        return;
-    }
+void sqlite_store::do_reschedule(std::string id, due_time due,
+                                 handler<void(boost::system::error_code)> h) {
+    const auto d = detail::encode_due(due);
     enqueue<>(engine_.get(), ex_, std::move(h),
-              [id = std::move(id), kind, value](detail::sqlite_engine& e, error_code& ec) {
-                  e.reschedule(id, kind, value, ec);
-              });
+              [id = std::move(id), kind = d.kind, value = d.ms](
+                  detail::sqlite_engine& e, error_code& ec) { e.reschedule(id, kind, value, ec); });
 }
 
-void sqlite_store::status(std::string id, handler<void(boost::system::error_code, task_status)> h) {
-    if (auto ec = detail::check_id(id, opt_.limits)) {
-        post_now(ex_, std::move(h), ec, task_status{});
-        return;
-    }
+void sqlite_store::do_status(std::string id,
+                             handler<void(boost::system::error_code, task_status)> h) {
     enqueue<task_status>(engine_.get(), ex_, std::move(h),
                          [id = std::move(id)](detail::sqlite_engine& e, error_code& ec,
                                               task_status& r) { r = e.status(id, ec); });
 }
 
-void sqlite_store::list_dead(std::string cursor, std::size_t count,
-                             handler<void(boost::system::error_code, dead_page)> h) {
+void sqlite_store::do_list_dead(std::string cursor, std::size_t count,
+                                handler<void(boost::system::error_code, dead_page)> h) {
     std::optional<std::pair<std::int64_t, std::string>> after;
     error_code ec;
-    if (count == 0 || count > 10000) {
-        ec = error::invalid_argument;
-    } else if (!cursor.empty()) {
+    if (!cursor.empty()) {
         const auto colon = cursor.find(':');
         std::int64_t died = -1;
         if (colon != std::string::npos) {
@@ -1515,69 +1461,39 @@ void sqlite_store::list_dead(std::string cursor, std::size_t count,
         });
 }
 
-void sqlite_store::requeue_dead(std::string id, due_time due,
-                                handler<void(boost::system::error_code)> h) {
-    char kind = 'a';
-    std::int64_t value = 0;
-    error_code ec = detail::check_id(id, opt_.limits);
-    if (!ec) {
-        ec = detail::check_due(due, kind, value);
-    }
-    if (ec) {
-        post_now(ex_, std::move(h), ec);
-        return;
-    }
+void sqlite_store::do_requeue_dead(std::string id, due_time due,
+                                   handler<void(boost::system::error_code)> h) {
+    const auto d = detail::encode_due(due);
     enqueue<>(engine_.get(), ex_, std::move(h),
-              [id = std::move(id), kind, value](detail::sqlite_engine& e, error_code& ec) {
+              [id = std::move(id), kind = d.kind, value = d.ms](detail::sqlite_engine& e,
+                                                                error_code& ec) {
                   e.requeue_dead(id, kind, value, ec);
               });
 }
 
-void sqlite_store::delete_dead(std::string id, handler<void(boost::system::error_code)> h) {
-    if (auto ec = detail::check_id(id, opt_.limits)) {
-        post_now(ex_, std::move(h), ec);
-        return;
-    }
+void sqlite_store::do_delete_dead(std::string id, handler<void(boost::system::error_code)> h) {
     enqueue<>(
         engine_.get(), ex_, std::move(h),
         [id = std::move(id)](detail::sqlite_engine& e, error_code& ec) { e.delete_dead(id, ec); });
 }
 
-void sqlite_store::claim(const claim_options& opt,
-                         handler<void(boost::system::error_code, claim_result)> h) {
-    if (opt.batch == 0 || opt.batch > 100000 || opt.lease.count() <= 0 || opt.horizon.count() < 0 ||
-        opt.worker.size() > detail::max_worker_bytes) {
-        post_now(ex_, std::move(h), error_code(error::invalid_argument), claim_result{});
-        return;
-    }
+void sqlite_store::do_claim(const claim_options& opt,
+                            handler<void(boost::system::error_code, claim_result)> h) {
     enqueue<claim_result>(
         engine_.get(), ex_, std::move(h),
         [opt](detail::sqlite_engine& e, error_code&, claim_result& r) { r = e.claim(opt); });
 }
 
-void sqlite_store::start(std::vector<lease_ref> leases,
-                         handler<void(boost::system::error_code, std::vector<start_result>)> h) {
-    const auto ec = detail::check_leases(leases, opt_.limits);
-    if (ec || leases.empty()) {
-        post_now(ex_, std::move(h), ec, std::vector<start_result>());
-        return;
-    }
+void sqlite_store::do_start(std::vector<lease_ref> leases,
+                            handler<void(boost::system::error_code, std::vector<start_result>)> h) {
     enqueue<std::vector<start_result>>(
         engine_.get(), ex_, std::move(h),
         [leases = std::move(leases)](detail::sqlite_engine& e, error_code&,
                                      std::vector<start_result>& r) { r = e.start(leases); });
 }
 
-void sqlite_store::renew(std::vector<lease_ref> leases, duration lease,
-                         handler<void(boost::system::error_code, std::vector<ack_result>)> h) {
-    error_code ec = detail::check_leases(leases, opt_.limits);
-    if (!ec && lease.count() <= 0) {
-        ec = error::invalid_argument;
-    }
-    if (ec || leases.empty()) {
-        post_now(ex_, std::move(h), ec, std::vector<ack_result>());
-        return;
-    }
+void sqlite_store::do_renew(std::vector<lease_ref> leases, duration lease,
+                            handler<void(boost::system::error_code, std::vector<ack_result>)> h) {
     enqueue<std::vector<ack_result>>(
         engine_.get(), ex_, std::move(h),
         [leases = std::move(leases), lease](detail::sqlite_engine& e, error_code&,
@@ -1586,40 +1502,16 @@ void sqlite_store::renew(std::vector<lease_ref> leases, duration lease,
         });
 }
 
-void sqlite_store::acknowledge(
+void sqlite_store::do_acknowledge(
     std::vector<ack> acks, handler<void(boost::system::error_code, std::vector<ack_result>)> h) {
-    error_code ec;
-    if (acks.size() > detail::max_batch) {
-        ec = error::invalid_argument;
-    }
-    for (const auto& a : acks) {
-        if (!ec) {
-            ec = detail::check_id(a.lease.id, opt_.limits);
-        }
-        if (!ec && (a.lease.token.empty() || a.lease.token.size() > 64)) {
-            ec = error::invalid_argument;
-        }
-        if (!ec && a.outcome.retry_after && a.outcome.retry_after->count() < 0) {
-            ec = error::invalid_argument;
-        }
-    }
-    if (ec || acks.empty()) {
-        post_now(ex_, std::move(h), ec, std::vector<ack_result>());
-        return;
-    }
     enqueue<std::vector<ack_result>>(
         engine_.get(), ex_, std::move(h),
         [acks = std::move(acks)](detail::sqlite_engine& e, error_code&,
                                  std::vector<ack_result>& r) { r = e.acknowledge(acks); });
 }
 
-void sqlite_store::release(std::vector<lease_ref> leases,
-                           handler<void(boost::system::error_code)> h) {
-    const auto ec = detail::check_leases(leases, opt_.limits);
-    if (ec || leases.empty()) {
-        post_now(ex_, std::move(h), ec);
-        return;
-    }
+void sqlite_store::do_release(std::vector<lease_ref> leases,
+                              handler<void(boost::system::error_code)> h) {
     enqueue<>(
         engine_.get(), ex_, std::move(h),
         [leases = std::move(leases)](detail::sqlite_engine& e, error_code&) { e.release(leases); });

@@ -1,9 +1,10 @@
 //
 // timewheel/dq/detail/input_checks.hpp
 //
-// What every store checks before it writes anything: ids, due times, retry policies and
-// leases, each failing with the dq::error that names what was wrong; and the generated ids.
-// One home, so that the Redis and SQLite stores refuse exactly the same input.
+// What dq::store checks before any store sees an operation (src/dq/store.cpp): ids, due
+// times, retry policies and leases, each failing with the dq::error that names what was
+// wrong; the bounds behind them; and how the stores encode a checked due time. One home, so
+// that the Redis and SQLite stores refuse exactly the same input.
 //
 #ifndef TIMEWHEEL_DQ_DETAIL_INPUT_CHECKS_HPP
 #define TIMEWHEEL_DQ_DETAIL_INPUT_CHECKS_HPP
@@ -14,7 +15,6 @@
 
 #include <cstddef>
 #include <cstdint>
-#include <random>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -25,21 +25,42 @@ namespace timewheel::dq::detail {
 inline constexpr std::size_t max_batch = 4000;
 /// The largest backoff cap or retry delay, in ms (the stores keep times in 48 bits).
 inline constexpr std::int64_t max_backoff_ms = (std::int64_t(1) << 48) - 1;
+/// The most tasks one claim may ask for.
+inline constexpr std::size_t max_claim_batch = 100000;
+/// The most dead letters in one page.
+inline constexpr std::size_t max_dead_page = 10000;
+/// The longest lease token (the stores make 32 hex digits).
+inline constexpr std::size_t max_token_bytes = 64;
+/// The longest worker name a claim may carry (it goes to the execution log).
+inline constexpr std::size_t max_worker_bytes = 200;
+/// How much of an outcome's error message the execution log keeps.
+inline constexpr std::size_t max_error_bytes = 1024;
 
 /// empty_id, id_too_long (over lim.max_id_bytes) or invalid_id (a NUL byte).
 boost::system::error_code check_id(std::string_view id, const limits& lim);
 
-/// due_out_of_range, or the due time as kind ('a' absolute, 'r' relative) and ms.
-boost::system::error_code check_due(const due_time& due, char& kind, std::int64_t& value);
+/// due_out_of_range: an absolute time before the epoch or after max_due, or a delay longer
+/// than max_due's distance from the epoch.
+boost::system::error_code check_due(const due_time& due);
+
+/// A due time as the stores' scripts and queries take it: kind 'a' (absolute, ms since the
+/// epoch) or 'r' (relative to the store's clock, ms).
+struct encoded_due {
+    char kind;
+    std::int64_t ms;
+};
+encoded_due encode_due(const due_time& due) noexcept;
 
 /// zero_attempts or invalid_backoff.
 boost::system::error_code check_policy(const retry_policy& p);
 
-/// invalid_argument (too many, or a token empty or over 64 bytes), or an id's error.
+/// invalid_argument (over max_batch, or a token empty or over max_token_bytes), or an id's
+/// error.
 boost::system::error_code check_leases(const std::vector<lease_ref>& leases, const limits& lim);
 
-/// A generated task id: 12 characters of [0-9A-Za-z] (71 random bits).
-std::string generate_id(std::mt19937_64& rng);
+/// A generated task id: 12 characters of [0-9A-Za-z] (71 random bits), from a generator of
+/// the calling thread seeded by std::random_device.
+std::string generate_id();
 
 } // namespace timewheel::dq::detail
 

@@ -1,0 +1,261 @@
+//
+// src/dq/store.cpp
+//
+// dq::store's operations: the input checks every store relies on
+// (include/timewheel/dq/detail/input_checks.hpp), made once here before a store's do_* override
+// sees the operation. Bad input completes the handler with its dq::error through the store's
+// executor, as a store's own failure would, and nothing reaches the store.
+//
+
+#include <timewheel/dq/detail/input_checks.hpp>
+
+#include <timewheel/dq/error.hpp>
+
+#include <algorithm>
+#include <random>
+
+namespace timewheel::dq {
+
+namespace detail {
+
+using boost::system::error_code;
+
+error_code check_id(std::string_view id, const limits& lim) {
+    if (id.empty()) {
+        return error::empty_id;
+    }
+    if (id.size() > lim.max_id_bytes) {
+        return error::id_too_long;
+    }
+    if (id.find('\0') != std::string_view::npos) {
+        return error::invalid_id;
+    }
+    return {};
+}
+
+error_code check_due(const due_time& due) {
+    const auto limit = max_due.time_since_epoch().count();
+    if (const auto* tp = std::get_if<time_point>(&due)) {
+        const auto value = tp->time_since_epoch().count();
+        return value < 0 || value > limit ? error_code(error::due_out_of_range) : error_code();
+    }
+    const auto value = std::get<duration>(due).count();
+    return value > limit || value < -limit ? error_code(error::due_out_of_range) : error_code();
+}
+
+encoded_due encode_due(const due_time& due) noexcept {
+    if (const auto* tp = std::get_if<time_point>(&due)) {
+        return {'a', tp->time_since_epoch().count()};
+    }
+    return {'r', std::get<duration>(due).count()};
+}
+
+error_code check_policy(const retry_policy& p) {
+    if (p.max_attempts == 0) {
+        return error::zero_attempts;
+    }
+    if (p.base.count() < 0 || p.cap.count() < 0 || p.base > p.cap ||
+        p.cap.count() > max_backoff_ms) {
+        return error::invalid_backoff;
+    }
+    return {};
+}
+
+namespace {
+
+error_code check_token(std::string_view token) {
+    return token.empty() || token.size() > max_token_bytes ? error_code(error::invalid_argument)
+                                                           : error_code();
+}
+
+} // namespace
+
+error_code check_leases(const std::vector<lease_ref>& leases, const limits& lim) {
+    if (leases.size() > max_batch) {
+        return error::invalid_argument;
+    }
+    for (const auto& l : leases) {
+        if (auto ec = check_id(l.id, lim)) {
+            return ec;
+        }
+        if (auto ec = check_token(l.token)) {
+            return ec;
+        }
+    }
+    return {};
+}
+
+std::string generate_id() {
+    thread_local std::mt19937_64 rng = [] {
+        std::random_device rd;
+        return std::mt19937_64((std::uint64_t(rd()) << 32) ^ rd());
+    }();
+    static constexpr char digits[] =
+        "0123456789ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz";
+    std::string id(12, '0');
+    std::uint64_t a = rng();
+    std::uint64_t b = rng();
+    for (std::size_t i = 0; i < id.size(); ++i) {
+        std::uint64_t& v = i < 6 ? a : b;
+        id[i] = digits[v % 62];
+        v /= 62;
+    }
+    return id;
+}
+
+} // namespace detail
+
+using boost::system::error_code;
+
+namespace {
+
+// Completes `h` on the store's executor with `ec` and default values for the rest.
+template <typename... R>
+void refuse(const store& s, store::handler<void(error_code, R...)> h, error_code ec) {
+    boost::asio::post(s.get_executor(), boost::asio::append(std::move(h), ec, R()...));
+}
+
+} // namespace
+
+void store::submit(task t, handler<void(error_code, submit_result, std::string)> h) {
+    if (t.id.empty()) {
+        t.id = detail::generate_id();
+    }
+    error_code ec = detail::check_id(t.id, get_limits());
+    if (!ec && t.payload.size() > get_limits().max_payload_bytes) {
+        ec = error::payload_too_large;
+    }
+    if (!ec) {
+        ec = detail::check_due(t.due);
+    }
+    if (!ec) {
+        ec = detail::check_policy(t.retry);
+    }
+    if (ec) {
+        return refuse(*this, std::move(h), ec);
+    }
+    do_submit(std::move(t), std::move(h));
+}
+
+void store::cancel(std::string id, handler<void(error_code, cancel_result)> h) {
+    if (auto ec = detail::check_id(id, get_limits())) {
+        return refuse(*this, std::move(h), ec);
+    }
+    do_cancel(std::move(id), std::move(h));
+}
+
+void store::reschedule(std::string id, due_time due, handler<void(error_code)> h) {
+    error_code ec = detail::check_id(id, get_limits());
+    if (!ec) {
+        ec = detail::check_due(due);
+    }
+    if (ec) {
+        return refuse(*this, std::move(h), ec);
+    }
+    do_reschedule(std::move(id), due, std::move(h));
+}
+
+void store::status(std::string id, handler<void(error_code, task_status)> h) {
+    if (auto ec = detail::check_id(id, get_limits())) {
+        return refuse(*this, std::move(h), ec);
+    }
+    do_status(std::move(id), std::move(h));
+}
+
+void store::list_dead(std::string cursor, std::size_t count,
+                      handler<void(error_code, dead_page)> h) {
+    if (count == 0 || count > detail::max_dead_page) {
+        return refuse(*this, std::move(h), error::invalid_argument);
+    }
+    do_list_dead(std::move(cursor), count, std::move(h));
+}
+
+void store::requeue_dead(std::string id, due_time due, handler<void(error_code)> h) {
+    error_code ec = detail::check_id(id, get_limits());
+    if (!ec) {
+        ec = detail::check_due(due);
+    }
+    if (ec) {
+        return refuse(*this, std::move(h), ec);
+    }
+    do_requeue_dead(std::move(id), due, std::move(h));
+}
+
+void store::delete_dead(std::string id, handler<void(error_code)> h) {
+    if (auto ec = detail::check_id(id, get_limits())) {
+        return refuse(*this, std::move(h), ec);
+    }
+    do_delete_dead(std::move(id), std::move(h));
+}
+
+void store::claim(const claim_options& opt, handler<void(error_code, claim_result)> h) {
+    if (opt.batch == 0 || opt.batch > detail::max_claim_batch || opt.lease.count() <= 0 ||
+        opt.horizon.count() < 0 || opt.worker.size() > detail::max_worker_bytes) {
+        return refuse(*this, std::move(h), error::invalid_argument);
+    }
+    do_claim(opt, std::move(h));
+}
+
+void store::start(std::vector<lease_ref> leases,
+                  handler<void(error_code, std::vector<start_result>)> h) {
+    const auto ec = detail::check_leases(leases, get_limits());
+    if (ec || leases.empty()) {
+        return refuse(*this, std::move(h), ec);
+    }
+    do_start(std::move(leases), std::move(h));
+}
+
+void store::renew(std::vector<lease_ref> leases, duration lease,
+                  handler<void(error_code, std::vector<ack_result>)> h) {
+    error_code ec = detail::check_leases(leases, get_limits());
+    if (!ec && lease.count() <= 0) {
+        ec = error::invalid_argument;
+    }
+    if (ec || leases.empty()) {
+        return refuse(*this, std::move(h), ec);
+    }
+    do_renew(std::move(leases), lease, std::move(h));
+}
+
+void store::acknowledge(std::vector<ack> acks,
+                        handler<void(error_code, std::vector<ack_result>)> h) {
+    error_code ec;
+    if (acks.size() > detail::max_batch) {
+        ec = error::invalid_argument;
+    }
+    for (auto& a : acks) {
+        if (!ec) {
+            ec = detail::check_id(a.lease.id, get_limits());
+        }
+        if (!ec) {
+            ec = detail::check_token(a.lease.token);
+        }
+        if (!ec && a.outcome.retry_after && a.outcome.retry_after->count() < 0) {
+            ec = error::invalid_argument;
+        }
+        if (ec) {
+            break;
+        }
+        if (a.outcome.retry_after) {
+            *a.outcome.retry_after =
+                std::min(*a.outcome.retry_after, duration(detail::max_backoff_ms));
+        }
+        if (a.outcome.error.size() > detail::max_error_bytes) {
+            a.outcome.error.resize(detail::max_error_bytes);
+        }
+    }
+    if (ec || acks.empty()) {
+        return refuse(*this, std::move(h), ec);
+    }
+    do_acknowledge(std::move(acks), std::move(h));
+}
+
+void store::release(std::vector<lease_ref> leases, handler<void(error_code)> h) {
+    const auto ec = detail::check_leases(leases, get_limits());
+    if (ec || leases.empty()) {
+        return refuse(*this, std::move(h), ec);
+    }
+    do_release(std::move(leases), std::move(h));
+}
+
+} // namespace timewheel::dq
