@@ -2,9 +2,10 @@
 // timewheel/dq/store.hpp
 //
 // The one interface between the durable queue (dq::queue, dq::worker) and where tasks are
-// kept: dq::redis_store here, an embedded SQLite store later. Every operation is
-// asynchronous, completes through a type-erased handler on the store's executor, and is
-// atomic in the store: a task is at every moment in exactly one state.
+// kept: dq::redis_store (Redis, standalone or Cluster) and dq::sqlite_store (one SQLite
+// file, <timewheel/dq/sqlite_store.hpp>). Every operation is asynchronous, completes
+// through a type-erased handler on the store's executor, and is atomic in the store: a task
+// is at every moment in exactly one state.
 //
 #ifndef TIMEWHEEL_DQ_STORE_HPP
 #define TIMEWHEEL_DQ_STORE_HPP
