@@ -28,6 +28,7 @@
 #include <cstdlib>
 #include <functional>
 #include <iostream>
+#include <sstream>
 #include <string>
 #include <string_view>
 
@@ -99,21 +100,38 @@ int main(int argc, char** argv) {
     });
 
     // PUBLISH answers how many subscribers got the message: 0 until the subscriber's
-    // SUBSCRIBE has been confirmed, so publish again 10 ms later until it is 1.
+    // SUBSCRIBE has been confirmed, so publish again 10 ms later until it is 1 (for at most
+    // five seconds).
     redis::request publish;
     publish.push("PUBLISH", "example:news", "timewheel says hi");
     redis::response published;
     net::steady_timer retry(io);
+    int attempts = 0;
+    // The program ends when the message has arrived and the PUBLISH that delivered it has
+    // its reply (the replies of the requests before it came first: replies are in order).
+    bool received = false;
+    bool delivered = false;
+    std::string got;
+    const auto finish_when_done = [&] {
+        if (received && delivered) {
+            std::cout << got << '\n';
+            sub.close();
+            conn.close();
+        }
+    };
     std::function<void()> publish_once = [&] {
         conn.async_exec(publish, published, [&](boost::system::error_code ec, std::size_t) {
-            if (ec) {
-                std::cerr << "publish: " << ec.message() << '\n';
+            if (ec || ++attempts == 500) {
+                std::cerr << "publish: " << (ec ? ec.message() : "no subscriber") << '\n';
                 ++failures;
                 sub.close();
                 conn.close();
             } else if (published[0].as_integer() == 0) {
                 retry.expires_after(std::chrono::milliseconds(10));
                 retry.async_wait([&](boost::system::error_code) { publish_once(); });
+            } else {
+                delivered = true;
+                finish_when_done();
             }
         });
     };
@@ -122,11 +140,13 @@ int main(int argc, char** argv) {
         if (ec) {
             std::cerr << "receive: " << ec.message() << '\n';
             ++failures;
-        } else {
-            std::cout << m.kind << " on " << m.channel << ": " << m.payload << '\n';
+            return;
         }
-        sub.close();
-        conn.close();
+        std::ostringstream text; // printed at the end, after the replies
+        text << m.kind << " on " << m.channel << ": " << m.payload;
+        got = text.str();
+        received = true;
+        finish_when_done();
     });
 
     io.run();
