@@ -201,6 +201,40 @@ BOOST_AUTO_TEST_CASE(zero_and_negative_delays_complete_on_a_later_turn_never_ins
     }
 }
 
+// A documented difference (docs/guide.md, "Differences from steady_timer"): a wait already
+// due when armed is queued at once, in the io_context's queue of ready handlers, so that a
+// handler posted after the arm runs after it; steady_timer's wait goes through the reactor,
+// which runs the posted handler first. Both orders are asserted, from outside run() and
+// from inside a handler, so that a change on either side shows here.
+BOOST_AUTO_TEST_CASE(
+    a_wait_due_when_armed_completes_before_a_handler_posted_after_it_unlike_steady_timer) {
+    const auto order_of = [](auto make_timer, bool inside_run) {
+        net::io_context io;
+        auto t = make_timer(io);
+        std::string order;
+        const auto arm_then_post = [&] {
+            t.expires_after(0ms);
+            t.async_wait([&](error_code) { order += "wait "; });
+            net::post(io, [&] { order += "posted "; });
+        };
+        if (inside_run) {
+            net::post(io, arm_then_post);
+        } else {
+            arm_then_post();
+        }
+        run(io);
+        return order;
+    };
+    const auto wheel = [](net::io_context& io) { return wheel_timer(io); };
+    const auto steady = [](net::io_context& io) { return net::steady_timer(io); };
+    for (const bool inside_run : {false, true}) {
+        BOOST_TEST_CONTEXT("inside run(): " << inside_run) {
+            BOOST_TEST(order_of(wheel, inside_run) == "wait posted ");
+            BOOST_TEST(order_of(steady, inside_run) == "posted wait ");
+        }
+    }
+}
+
 BOOST_AUTO_TEST_CASE(extreme_expiries_saturate_instead_of_overflowing) {
     net::io_context io;
     wheel_timer t(io);

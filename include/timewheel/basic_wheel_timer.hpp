@@ -196,7 +196,9 @@ public:
     /**
      * Any pending asynchronous waits are cancelled: their handlers are invoked with
      * boost::asio::error::operation_aborted. A zero or negative duration means "due now":
-     * the next wait completes on a later turn of the io_context. The sum saturates:
+     * the next wait completes on a later turn of the io_context. async_wait() queues it as
+     * a post would, ahead of the handlers posted after it (steady_timer runs those first;
+     * see the guide's "Differences from steady_timer"). The sum saturates:
      * duration::max() means never.
      *
      * To push back an idle timeout on every read, prefer reschedule_after(): it keeps the
