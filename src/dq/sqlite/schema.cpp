@@ -1,0 +1,138 @@
+//
+// src/dq/sqlite/schema.cpp
+//
+// Opening the database: the pragmas the engine's guarantees rest on (an exclusive lock, WAL,
+// synchronous FULL unless fsync is off), the tables and indexes (below),
+// and the schema version, which refuses a file written by a newer library. The done and dead
+// counts that trimming keeps up to date start here, from the file.
+//
+// Schema (version 1):
+//   tasks  one row per task, its state a number (0 delayed, 1 prefetched, 2 running,
+//          3 finished, 4 dead, 5 cancelled); a claimed task's lease (token, expiry, attempt,
+//          start, worker) in nullable columns. Partial indexes make each question the store
+//          asks an index range: delayed by due, claimed by lease expiry, done and dead by age.
+//   log    one row per attempt, by task; a task's rows go when the task is forgotten.
+//   meta   schema_version.
+//
+
+#include "engine.hpp"
+
+#include <boost/system/system_error.hpp>
+
+#include <algorithm>
+#include <limits>
+
+namespace timewheel::dq::detail {
+
+using namespace sqlite;
+
+namespace {
+
+constexpr std::int64_t schema_version = 1;
+
+const char* const schema_sql = R"sql(
+CREATE TABLE IF NOT EXISTS meta(key TEXT PRIMARY KEY NOT NULL, value INTEGER NOT NULL);
+CREATE TABLE IF NOT EXISTS tasks(
+  id BLOB NOT NULL UNIQUE,
+  state INTEGER NOT NULL,
+  due INTEGER NOT NULL,
+  attempt INTEGER NOT NULL,
+  created INTEGER NOT NULL,
+  updated INTEGER NOT NULL,
+  max_attempts INTEGER NOT NULL,
+  base INTEGER NOT NULL,
+  cap INTEGER NOT NULL,
+  last_error BLOB NOT NULL,
+  payload BLOB NOT NULL,
+  token BLOB,
+  lease_until INTEGER,
+  lease_attempt INTEGER,
+  started INTEGER,
+  worker BLOB);
+CREATE INDEX IF NOT EXISTS tasks_delayed ON tasks(due) WHERE state = 0;
+CREATE INDEX IF NOT EXISTS tasks_leased ON tasks(lease_until) WHERE state IN (1, 2);
+CREATE INDEX IF NOT EXISTS tasks_done ON tasks(updated) WHERE state IN (3, 5);
+CREATE INDEX IF NOT EXISTS tasks_dead ON tasks(updated, id) WHERE state = 4;
+CREATE TABLE IF NOT EXISTS log(
+  seq INTEGER PRIMARY KEY,
+  id BLOB NOT NULL,
+  attempt INTEGER NOT NULL,
+  worker BLOB NOT NULL,
+  started INTEGER NOT NULL,
+  ended INTEGER NOT NULL,
+  outcome TEXT NOT NULL,
+  error BLOB NOT NULL);
+CREATE INDEX IF NOT EXISTS log_by_id ON log(id, seq);
+)sql";
+
+} // namespace
+
+void sqlite_engine::open_failed(int rc, const std::string& what) {
+    std::string msg = "dq::sqlite_store: cannot open '" + opt_.path + "': " + what;
+    if (db_.get()) {
+        msg += std::string(" (") + sqlite3_errmsg(db_.get()) + ")";
+        db_.close();
+    }
+    throw boost::system::system_error(sqlite_error(rc), msg);
+}
+
+void sqlite_engine::open() {
+    int rc = db_.open(opt_.path.c_str(),
+                      SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE | SQLITE_OPEN_NOMUTEX);
+    if (rc != SQLITE_OK) {
+        open_failed(rc, sqlite3_errstr(rc));
+    }
+    sqlite3_extended_result_codes(db_.get(), 1);
+    // Another connection's lock (a process still closing the file) is waited for this
+    // long before the open fails; afterwards this one holds the file alone.
+    const auto busy_ms = std::chrono::duration_cast<std::chrono::milliseconds>(timeout_).count();
+    sqlite3_busy_timeout(db_.get(), static_cast<int>(std::min<std::int64_t>(
+                                        busy_ms, std::numeric_limits<int>::max())));
+    try {
+        // Exclusive: no other connection (another store on the same file) may write
+        // behind this one's back, and WAL needs no shared memory.
+        exec("PRAGMA locking_mode = EXCLUSIVE");
+        {
+            statement s(db_.get(), "PRAGMA journal_mode = WAL");
+            query q(s);
+            if (!q.step() || q.text(0) != "wal") {
+                open_failed(SQLITE_ERROR, "the journal cannot be put in WAL mode");
+            }
+        }
+        exec(opt_.fsync ? "PRAGMA synchronous = FULL" : "PRAGMA synchronous = NORMAL");
+        exec("BEGIN IMMEDIATE");
+        exec(schema_sql);
+        std::optional<std::int64_t> version;
+        {
+            statement s(db_.get(), "SELECT value FROM meta WHERE key = 'schema_version'");
+            query q(s);
+            if (q.step()) {
+                version = q.integer(0);
+            }
+        }
+        if (!version) {
+            exec("INSERT INTO meta(key, value) VALUES ('schema_version', 1)");
+        } else if (*version > schema_version) {
+            exec("ROLLBACK");
+            std::string what = "schema version ";
+            what += std::to_string(*version);
+            what += " is newer than this library's (";
+            what += std::to_string(schema_version);
+            what += ")";
+            open_failed(SQLITE_ERROR, what);
+        }
+        exec("COMMIT");
+        done_count_ = count("SELECT count(*) FROM tasks WHERE state IN (3, 5)");
+        dead_count_ = count("SELECT count(*) FROM tasks WHERE state = 4");
+    } catch (const sqlite_failure& f) {
+        open_failed(f.rc, sqlite3_errstr(f.rc));
+    }
+}
+
+std::int64_t sqlite_engine::count(const char* sql) {
+    statement s(db_.get(), sql);
+    query q(s);
+    return q.step() ? q.integer(0) : 0;
+}
+
+} // namespace timewheel::dq::detail
