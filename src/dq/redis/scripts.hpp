@@ -1,7 +1,7 @@
 //
-// timewheel/dq/detail/redis_scripts.hpp
+// src/dq/redis/scripts.hpp
 //
-// The Lua scripts of dq::redis_store (src/dq/redis_scripts.cpp), one per operation, each
+// The Lua scripts of dq::redis_store (scripts.cpp), one per operation, each
 // atomic on one shard. Every shard script takes the same keys and leading arguments:
 //
 //   KEYS: {Q:s}:d  {Q:s}:l  {Q:s}:k  {Q:s}:done  {Q:s}:dead  {Q:s}:log
@@ -12,8 +12,8 @@
 // Record buckets {Q:s}:t:<b> are named inside the scripts (from the id's hash), in the same
 // slot as the declared keys.
 //
-#ifndef TIMEWHEEL_DQ_DETAIL_REDIS_SCRIPTS_HPP
-#define TIMEWHEEL_DQ_DETAIL_REDIS_SCRIPTS_HPP
+#ifndef TIMEWHEEL_DQ_REDIS_SCRIPTS_HPP
+#define TIMEWHEEL_DQ_REDIS_SCRIPTS_HPP
 
 #include <timewheel/redis/script.hpp>
 
@@ -40,4 +40,4 @@ const redis::script& earliest_due();
 
 } // namespace timewheel::dq::detail::scripts
 
-#endif // TIMEWHEEL_DQ_DETAIL_REDIS_SCRIPTS_HPP
+#endif // TIMEWHEEL_DQ_REDIS_SCRIPTS_HPP

@@ -1,8 +1,8 @@
 //
-// src/dq/redis_scripts.cpp
+// src/dq/redis/scripts.cpp
 //
 // The Lua scripts of dq::redis_store. docs/dq.md explains the layout; the keys and leading
-// arguments are in include/timewheel/dq/detail/redis_scripts.hpp.
+// arguments are in scripts.hpp.
 //
 // A record (the task's request and its slow-changing state) is one string:
 //   byte 1   flags: bits 0-2 state (0 pending, 4 dead, 5 cancelled), bit 3 a retry policy
@@ -30,7 +30,7 @@
 // whole, or starts with a deletion (cancel, ack, claim) and then completes.
 //
 
-#include <timewheel/dq/detail/redis_scripts.hpp>
+#include "scripts.hpp"
 
 #include <string>
 

@@ -1,5 +1,5 @@
 //
-// src/dq/redis_store.cpp
+// src/dq/redis/redis_store.cpp
 //
 // dq::redis_store: validation, request building and reply parsing around the scripts of
 // redis_scripts.cpp, over a redis::connection or a redis::cluster.
@@ -8,7 +8,7 @@
 #include <timewheel/dq/redis_store.hpp>
 
 #include <timewheel/dq/detail/input_checks.hpp>
-#include <timewheel/dq/detail/redis_scripts.hpp>
+#include "scripts.hpp"
 
 #include <timewheel/redis/cluster.hpp>
 #include <timewheel/redis/connection.hpp>
