@@ -4,9 +4,10 @@
 // dq::redis_store, the public face of the Redis store: it picks the backend (one server or a
 // Cluster) and hands every checked operation to the shared state of store_impl.hpp, which
 // outlives the store while requests are in flight. The store's parts, in this folder:
-// backend.hpp (where requests go), store_impl.* (the operations), replies.* (decoding),
-// shard_schedule.* (which shards a claim visits), scripts.* and lua/ (the Lua programs);
-// the key layout is include/timewheel/dq/detail/redis_keys.hpp.
+// backend.hpp (where requests go), store_impl.* (the shared state), store_producer.cpp and
+// store_worker.cpp (the operations), replies.* (decoding), shard_schedule.* (which shards a
+// claim visits), scripts.* and lua/ (the Lua programs); the key layout is
+// include/timewheel/dq/detail/redis_keys.hpp.
 //
 
 #include <timewheel/dq/redis_store.hpp>

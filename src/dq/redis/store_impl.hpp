@@ -5,8 +5,9 @@
 // come after the store is gone): the backend, the key names and script header of each shard,
 // the shard schedule, the wake-up subscription. Each operation builds one request of script
 // calls (one per shard it touches), sends it after the queue's config is checked once, and
-// decodes the replies (replies.hpp). The operations are in store_impl.cpp; the templates that
-// send a request and group work by shard are here.
+// decodes the replies (replies.hpp). The operations are in store_producer.cpp and
+// store_worker.cpp, what they share in store_impl.cpp; the templates that send a request and
+// group work by shard are here.
 //
 #ifndef TIMEWHEEL_DQ_REDIS_STORE_IMPL_HPP
 #define TIMEWHEEL_DQ_REDIS_STORE_IMPL_HPP

@@ -61,13 +61,19 @@ inline std::string shard_prefix(std::string_view queue, std::size_t shard) {
 /// The queue's settings, checked once by every store that opens it: "{Q}:config", a hash
 /// (shards, buckets, version). Read by the `config` script only.
 inline std::string config_key(std::string_view queue) {
-    return "{" + std::string(queue) + "}:config";
+    std::string k;
+    k.reserve(queue.size() + 9);
+    k.append("{").append(queue).append("}:config");
+    return k;
 }
 
 /// The wake-up channel "Q:wake" (ARGV[4], CHAN in the scripts): a script publishes
 /// "<due ms> {Q:s}:" when it makes `due` the shard's earliest delayed time.
 inline std::string wake_channel(std::string_view queue) {
-    return std::string(queue) + ":wake";
+    std::string c;
+    c.reserve(queue.size() + 5);
+    c.append(queue).append(":wake");
+    return c;
 }
 
 } // namespace timewheel::dq::detail::redis_keys
