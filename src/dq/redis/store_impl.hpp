@@ -59,7 +59,7 @@ public:
     }
     void close();
 
-    // Producer.
+    // Producer (store_producer.cpp).
     void submit(task t, store::handler<void(error_code, submit_result, std::string)> h);
     void cancel(std::string id, store::handler<void(error_code, cancel_result)> h);
     // An operation on one id whose reply is 'ok' or an error.
@@ -69,7 +69,7 @@ public:
     void list_dead(std::string cursor, std::size_t count,
                    store::handler<void(error_code, dead_page)> h);
 
-    // Worker.
+    // Worker (store_worker.cpp).
     void claim(const claim_options& opt, store::handler<void(error_code, claim_result)> h);
     void start(std::vector<lease_ref> leases,
                store::handler<void(error_code, std::vector<start_result>)> h);
@@ -79,6 +79,8 @@ public:
                      store::handler<void(error_code, std::vector<ack_result>)> h);
     void release(std::vector<lease_ref> leases, store::handler<void(error_code)> h);
     void wait_wakeup(store::handler<void(error_code, time_point)> h);
+
+    // Monitoring and the clock (store_impl.cpp).
     void earliest_due(store::handler<void(error_code, time_point, std::optional<time_point>)> h);
     void now(store::handler<void(error_code, time_point)> h);
 
