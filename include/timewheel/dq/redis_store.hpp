@@ -4,20 +4,10 @@
 // The durable queue's store on Redis: standalone (redis::connection) or Cluster
 // (redis::cluster), every operation one atomic Lua script per shard, the store's clock only.
 //
-// Layout (docs/dq.md has the figures and the reasons). A queue named Q has S shards; a task
-// with id X lives in shard hash(X) mod S, and every key of shard s carries the hash tag
-// {Q:s}, so that each script touches one Cluster slot:
-//
-//   {Q:s}:d      ZSET  id -> due ms           delayed (and waiting for a retry)
-//   {Q:s}:l      ZSET  id -> lease expiry ms  claimed (prefetched or running)
-//   {Q:s}:k      HASH  id -> token, due, state, attempt, worker, the record's chunk count
-//                      and bucket (claimed tasks only)
-//   {Q:s}:t:<b>  HASH  id -> record, in chunks of at most 64 bytes, b = hash(X) / S mod B
-//                      (small hashes of B buckets stay in Redis's compact listpack encoding)
-//   {Q:s}:done   ZSET  id -> time             finished and cancelled, trimmed by age and count
-//   {Q:s}:dead   ZSET  id -> time             dead letters, trimmed by age and count
-//   {Q:s}:h      HASH  id -> its attempts     the execution log, forgotten with the task
-//   {Q}:config   HASH  shards, buckets        fixed at first use
+// Layout: a queue named Q has S shards; a task with id X lives in shard hash(X) mod S, and
+// every key of shard s carries the hash tag {Q:s}, so that each script touches one Cluster
+// slot. The keys, their types and contents are in one table,
+// <timewheel/dq/detail/redis_keys.hpp>; docs/dq.md has the figures and the reasons.
 //
 // hash() is djb2 over the id's bytes modulo 2^32 (h = 5381; h = h * 33 + byte), the same in
 // C++ and in the scripts: redis_store::shard_of() gives it.

@@ -1,19 +1,24 @@
 //
-// timewheel/dq/detail/redis_scripts.hpp
+// src/dq/redis/scripts.hpp
 //
-// The Lua scripts of dq::redis_store (src/dq/redis_scripts.cpp), one per operation, each
-// atomic on one shard. Every shard script takes the same keys and leading arguments:
+// The Lua programs of dq::redis_store, one per operation, each atomic on one shard. Their
+// text is in src/dq/redis/lua/<name>.lua, embedded at build time (embed_lua.cmake); each file
+// opens with the KEYS and ARGV it takes and what it returns. Every shard script is the
+// prelude (lua/prelude/*.lua: the helpers they share, written once) followed by its own file,
+// and takes the same keys and leading arguments:
 //
-//   KEYS: {Q:s}:d  {Q:s}:l  {Q:s}:k  {Q:s}:done  {Q:s}:dead  {Q:s}:log
+//   KEYS: the shard's keys of redis_keys::shard_keys, in order
+//         ({Q:s}:d  {Q:s}:l  {Q:s}:k  {Q:s}:done  {Q:s}:dead  {Q:s}:h)
 //   ARGV[1..10]: key prefix "{Q:s}:", shards, buckets, wake-up channel, done_max,
 //                done_retention ms, dead_max, dead_retention ms, log_maxlen, max_due ms
-//   ARGV[11..]: the operation's own arguments (see each script)
+//   ARGV[11..]: the operation's own arguments
 //
-// Record buckets {Q:s}:t:<b> are named inside the scripts (from the id's hash), in the same
-// slot as the declared keys.
+// The other keys of a shard (records, slots: redis_keys::script_named_keys) are named inside
+// the scripts from the prefix, in the same slot. A redis::script keeps its text's SHA1: the
+// store sends EVALSHA, and EVAL once when Redis does not know the script yet.
 //
-#ifndef TIMEWHEEL_DQ_DETAIL_REDIS_SCRIPTS_HPP
-#define TIMEWHEEL_DQ_DETAIL_REDIS_SCRIPTS_HPP
+#ifndef TIMEWHEEL_DQ_REDIS_SCRIPTS_HPP
+#define TIMEWHEEL_DQ_REDIS_SCRIPTS_HPP
 
 #include <timewheel/redis/script.hpp>
 
@@ -30,7 +35,7 @@ const redis::script& status();       ///< id
 const redis::script& list_dead();    ///< after_id (or "") after_score count
 const redis::script& requeue_dead(); ///< id kind due
 const redis::script& delete_dead();  ///< id
-const redis::script& claim();        ///< limit horizon lease worker
+const redis::script& claim();        ///< limit horizon lease worker start_due token_base
 const redis::script& start();        ///< (id token)...
 const redis::script& renew();        ///< lease (id token)...
 const redis::script& ack();          ///< (id token kind retry_after error started ended)...
@@ -40,4 +45,4 @@ const redis::script& earliest_due();
 
 } // namespace timewheel::dq::detail::scripts
 
-#endif // TIMEWHEEL_DQ_DETAIL_REDIS_SCRIPTS_HPP
+#endif // TIMEWHEEL_DQ_REDIS_SCRIPTS_HPP

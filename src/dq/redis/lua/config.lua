@@ -1,0 +1,13 @@
+-- config.lua: records a queue's shape on first use, and refuses a store opened with another.
+-- Not a shard script: no prelude.
+-- KEYS[1]: {Q}:config (a hash: shards, buckets, version).
+-- ARGV[1..2]: shards, buckets.
+-- Returns 1 (recorded or the same), 0 (the queue exists with another shape).
+
+local s = redis.call('HGET', KEYS[1], 'shards')
+if not s then
+  redis.call('HSET', KEYS[1], 'shards', ARGV[1], 'buckets', ARGV[2], 'version', '1')
+  return 1
+end
+if s ~= ARGV[1] or redis.call('HGET', KEYS[1], 'buckets') ~= ARGV[2] then return 0 end
+return 1

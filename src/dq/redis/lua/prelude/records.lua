@@ -1,0 +1,146 @@
+-- prelude/records.lua: a task's record (its request and slow-changing state), in its bucket
+-- hash P..'t:'..<b>: the id's hash and bucket, encoding, reading and writing in chunks.
+
+-- A record (the task's request and its slow-changing state) is one string:
+--   byte 1   flags: bits 0-2 state (0 pending, 4 dead, 5 cancelled), bit 3 a retry policy
+--            other than the default follows, bit 4 an attempt count follows, bit 5 an error,
+--            bit 6 an update time
+--   byte 2   the number of 64-byte chunks it is stored in (1 when stored whole)
+--   I6 created, I6 due, [I6 updated], [I4 max_attempts, I6 base, I6 cap], [I4 attempt],
+--   [I2 length, error], payload
+-- It is kept in chunks of at most 64 bytes (Redis's hash-max-listpack-value), fields `id` and
+-- `id NUL <k-1>`, so that the bucket hash stays a listpack; a record over 8 chunks is stored
+-- whole. A claimed task's fast-changing state (token, due, prefetched/running, attempt,
+-- worker, and where its record is: chunk count and bucket) is in {Q:s}:k instead, so that
+-- claim, start and ack never rewrite a record on the way to success, and a successful ack
+-- deletes it without reading it or hashing its id.
+
+-- djb2 modulo 2^32, three bytes per step (h < 2^32 stays exact: h * 33^3 < 2^48).
+local function hash(id)
+  local h, n, i = 5381, #id, 1
+  while i <= n do
+    local a, b, c = string.byte(id, i, i + 2)
+    h = h * 33 + a
+    if b then h = h * 33 + b end
+    if c then h = h * 33 + c end
+    h = h % 4294967296
+    i = i + 3
+  end
+  return h
+end
+-- The record's bucket number as it appears in its key (bnum), and the key. '%d' costs half
+-- of tostring's '%.14g' and spells an integer below 2^53 the same.
+local function bnum(id)
+  local h = hash(id)
+  return string.format('%d', (h - h % S) / S % B)
+end
+local function bkey(id) return P .. 't:' .. bnum(id) end
+local function chunk_name(id, k) return id .. '\0' .. string.char(k - 1) end
+local C2 = '\0\1' -- id .. C2 names a record's second chunk
+
+-- One table constructor (a table grown field by field is rehashed four times).
+local function decode(s)
+  local f = string.byte(s, 1)
+  local created, due, pos = struct.unpack('>I6I6', s, 3)
+  local updated = created
+  if f >= 64 then updated, pos = struct.unpack('>I6', s, pos) end
+  local mx, bs, cp = DEF_MAX, DEF_BASE, DEF_CAP
+  if f % 16 >= 8 then mx, bs, cp, pos = struct.unpack('>I4I6I6', s, pos) end
+  local att = 0
+  if f % 32 >= 16 then att, pos = struct.unpack('>I4', s, pos) end
+  local err = ''
+  if f % 64 >= 32 then
+    local n
+    n, pos = struct.unpack('>I2', s, pos)
+    err = string.sub(s, pos, pos + n - 1)
+    pos = pos + n
+  end
+  return {st = f % 8, created = created, due = due, updated = updated, max = mx, base = bs,
+          cap = cp, att = att, err = err, payload = string.sub(s, pos)}
+end
+
+local function encode(r)
+  local f = r.st
+  local parts = {struct.pack('>I6I6', r.created, r.due)}
+  if r.updated ~= r.created then
+    f = f + 64
+    parts[#parts + 1] = struct.pack('>I6', r.updated)
+  end
+  if r.max ~= DEF_MAX or r.base ~= DEF_BASE or r.cap ~= DEF_CAP then
+    f = f + 8
+    parts[#parts + 1] = struct.pack('>I4I6I6', r.max, r.base, r.cap)
+  end
+  if r.att > 0 then
+    f = f + 16
+    parts[#parts + 1] = struct.pack('>I4', r.att)
+  end
+  if #r.err > 0 then
+    f = f + 32
+    parts[#parts + 1] = struct.pack('>I2', #r.err) .. r.err
+  end
+  parts[#parts + 1] = r.payload
+  local body = table.concat(parts)
+  local n = math.ceil((#body + 2) / CHUNK)
+  if n > MAXCHUNKS then n = 1 end
+  return string.char(f, n) .. body, n
+end
+
+-- The record as one string, from the HMGET of its first two chunks; the chunk count.
+local function rec_string(bk, id, head, second)
+  local n = string.byte(head, 2)
+  if n == 1 then return head, 1 end
+  if n == 2 then return head .. (second or ''), 2 end
+  local parts = {head, second or ''}
+  local names = {}
+  for k = 3, n do names[#names + 1] = chunk_name(id, k) end
+  local more = redis.call('HMGET', bk, unpack(names))
+  for j = 1, #more do parts[#parts + 1] = more[j] or '' end
+  return table.concat(parts), n
+end
+
+local function read_rec(bk, id)
+  local v = redis.call('HMGET', bk, id, id .. C2)
+  if not v[1] then return nil, 0 end
+  local s, n = rec_string(bk, id, v[1], v[2])
+  return decode(s), n
+end
+
+-- What a claim returns of a record, without decode()'s table (claim's per-task path):
+-- attempt, max_attempts, base, cap, payload.
+local function claim_fields(s)
+  local f = string.byte(s, 1)
+  local pos = 15
+  if f >= 64 then pos = 21 end
+  local mx, bs, cp = DEF_MAX, DEF_BASE, DEF_CAP
+  if f % 16 >= 8 then mx, bs, cp, pos = struct.unpack('>I4I6I6', s, pos) end
+  local att = 0
+  if f % 32 >= 16 then att, pos = struct.unpack('>I4', s, pos) end
+  if f % 64 >= 32 then pos = pos + 2 + struct.unpack('>I2', s, pos) end
+  return att, mx, bs, cp, string.sub(s, pos)
+end
+
+local function write_rec(bk, id, r, old_n)
+  local s, n = encode(r)
+  if n == 1 then
+    redis.call('HSET', bk, id, s)
+  else
+    local args = {}
+    for k = 1, n do
+      if k == 1 then args[#args + 1] = id else args[#args + 1] = chunk_name(id, k) end
+      args[#args + 1] = string.sub(s, (k - 1) * CHUNK + 1, k * CHUNK)
+    end
+    redis.call('HSET', bk, unpack(args))
+  end
+  if old_n > n then
+    local d = {}
+    for k = n + 1, old_n do d[#d + 1] = chunk_name(id, k) end
+    redis.call('HDEL', bk, unpack(d))
+  end
+end
+
+local function delete_rec(bk, id, n)
+  local d = {id}
+  for k = 2, n do d[#d + 1] = chunk_name(id, k) end
+  redis.call('HDEL', bk, unpack(d))
+end
+

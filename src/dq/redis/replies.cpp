@@ -1,0 +1,156 @@
+//
+// src/dq/redis/replies.cpp
+//
+// Decoding of the Redis store's replies (see replies.hpp). A reply array is walked once where
+// it may be long: redis::reply's operator[] is linear, so a loop over it by index would be
+// quadratic; the items are gathered first.
+//
+
+#include "replies.hpp"
+
+#include <timewheel/dq/error.hpp>
+
+#include <algorithm>
+#include <charconv>
+#include <utility>
+
+namespace timewheel::dq::detail::replies {
+
+using boost::system::error_code;
+
+std::string number(std::int64_t v) {
+    char text[24];
+    auto r = std::to_chars(text, text + sizeof text, v);
+    return std::string(text, r.ptr);
+}
+
+std::int64_t to_int(std::string_view s) {
+    std::int64_t v = 0;
+    std::from_chars(s.data(), s.data() + s.size(), v);
+    return v;
+}
+
+error_code script_error(redis::reply r) {
+    const auto text = r.error_message();
+    if (text.starts_with("OOM") || text.find("OOM command not allowed") != std::string_view::npos) {
+        return error::store_full;
+    }
+    static constexpr std::pair<std::string_view, error> known[] = {
+        {"DQ not_found", error::not_found},
+        {"DQ wrong_state", error::wrong_state},
+        {"DQ due_out_of_range", error::due_out_of_range},
+    };
+    for (const auto& [k, e] : known) {
+        if (text.find(k) != std::string_view::npos) {
+            return e;
+        }
+    }
+    return error::store_error;
+}
+
+submit_result submit_reply(std::string_view s) {
+    return s == "exists"     ? submit_result::exists
+           : s == "replaced" ? submit_result::replaced
+                             : submit_result::created;
+}
+
+cancel_result cancel_reply(std::string_view s) {
+    return s == "cancelled"  ? cancel_result::cancelled
+           : s == "too_late" ? cancel_result::too_late
+                             : cancel_result::not_found;
+}
+
+task_status status_reply(redis::reply rep, const std::string& id) {
+    task_status out;
+    out.id = id;
+    const std::string_view state = rep[0].as_string();
+    static constexpr std::pair<std::string_view, task_state> states[] = {
+        {"delayed", task_state::delayed}, {"prefetched", task_state::prefetched},
+        {"running", task_state::running}, {"finished", task_state::finished},
+        {"dead", task_state::dead},       {"cancelled", task_state::cancelled}};
+    for (const auto& [n, s] : states) {
+        if (n == state) {
+            out.state = s;
+        }
+    }
+    out.attempt = static_cast<std::uint32_t>(rep[1].as_integer());
+    out.due = ms(rep[2].as_integer());
+    out.created = ms(rep[3].as_integer());
+    out.updated = ms(rep[4].as_integer());
+    out.retry.max_attempts = static_cast<std::uint32_t>(rep[5].as_integer());
+    out.retry.base = duration(rep[6].as_integer());
+    out.retry.cap = duration(rep[7].as_integer());
+    out.last_error = std::string(rep[8].as_string());
+    out.payload = std::string(rep[9].as_string());
+    const std::size_t n = rep.size();
+    std::vector<redis::reply> items;
+    items.reserve(n);
+    for (std::size_t i = 0; i < n; ++i) {
+        items.push_back(rep[i]);
+    }
+    for (std::size_t i = 10; i + 6 <= n; i += 6) {
+        attempt_record r;
+        r.attempt = static_cast<std::uint32_t>(items[i].as_integer());
+        r.worker = std::string(items[i + 1].as_string());
+        r.started = ms(items[i + 2].as_integer());
+        r.ended = ms(items[i + 3].as_integer());
+        r.outcome = std::string(items[i + 4].as_string());
+        r.error = std::string(items[i + 5].as_string());
+        if (out.state == task_state::finished) {
+            // A finished task's record is gone: its attempts are in its log.
+            out.attempt = std::max(out.attempt, r.attempt);
+        }
+        out.log.push_back(std::move(r));
+    }
+    return out;
+}
+
+void dead_reply(redis::reply rep, std::size_t shard, std::size_t count, dead_page& page,
+                std::string& last) {
+    const std::size_t n = rep.size();
+    for (std::size_t j = 0; j + 4 <= n && page.entries.size() < count; j += 4) {
+        dead_page::entry e;
+        e.id = std::string(rep[j].as_string());
+        e.died = ms(rep[j + 1].as_integer());
+        e.attempt = static_cast<std::uint32_t>(rep[j + 2].as_integer());
+        e.last_error = std::string(rep[j + 3].as_string());
+        last = std::to_string(shard) + ":" + std::to_string(e.died.time_since_epoch().count()) +
+               ":" + e.id;
+        page.entries.push_back(std::move(e));
+    }
+}
+
+std::optional<std::int64_t> time_reply(redis::reply rep) {
+    if (rep.is_error() || !rep.is_array() || rep.size() != 2) {
+        return std::nullopt;
+    }
+    return to_int(rep[0].as_string()) * 1000 + to_int(rep[1].as_string()) / 1000;
+}
+
+claim_head claim_reply(redis::reply rep, std::vector<claimed_task>& tasks) {
+    const std::size_t n = rep.size();
+    std::vector<redis::reply> items;
+    items.reserve(n);
+    for (std::size_t j = 0; j < n; ++j) {
+        items.push_back(rep[j]);
+    }
+    claim_head head;
+    head.now = items[0].as_integer();
+    head.next_due = items[1].as_integer();
+    for (std::size_t j = 2; j + 9 <= n; j += 9) {
+        claimed_task t;
+        t.id = std::string(items[j].as_string());
+        t.token = std::string(items[j + 1].as_string());
+        t.due = ms(items[j + 2].as_integer());
+        t.attempt = static_cast<std::uint32_t>(items[j + 3].as_integer());
+        t.payload = std::string(items[j + 4].as_string());
+        t.retry.max_attempts = static_cast<std::uint32_t>(items[j + 5].as_integer());
+        t.retry.base = duration(items[j + 6].as_integer());
+        t.retry.cap = duration(items[j + 7].as_integer());
+        t.running = items[j + 8].as_integer() == 1;
+        tasks.push_back(std::move(t));
+    }
+    return head;
+}
+
+} // namespace timewheel::dq::detail::replies

@@ -1,0 +1,65 @@
+//
+// src/dq/redis/replies.hpp
+//
+// Reading the scripts' replies (and TIME's) into the store's vocabulary. Kept apart from the
+// store so that the shape of each reply, which the Lua files document, is decoded in one
+// place, and so that the store's operations read as request building: what a script returns
+// is listed atop its lua/<name>.lua.
+//
+#ifndef TIMEWHEEL_DQ_REDIS_REPLIES_HPP
+#define TIMEWHEEL_DQ_REDIS_REPLIES_HPP
+
+#include <timewheel/dq/store.hpp>
+
+#include <timewheel/redis/response.hpp>
+
+#include <cstddef>
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace timewheel::dq::detail::replies {
+
+/// An integer as Redis wants it in an argument.
+std::string number(std::int64_t v);
+
+/// An integer from a string reply (0 when there is none).
+std::int64_t to_int(std::string_view s);
+
+/// A time in ms of the store's clock.
+inline time_point ms(std::int64_t v) {
+    return time_point(duration(v));
+}
+
+/// The error a script's error reply stands for: a DQ error the script raised, store_full for
+/// Redis's OOM refusal, store_error for anything else.
+boost::system::error_code script_error(redis::reply r);
+
+submit_result submit_reply(std::string_view s);
+cancel_result cancel_reply(std::string_view s);
+
+/// status.lua's reply; throws on a malformed one.
+task_status status_reply(redis::reply rep, const std::string& id);
+
+/// Appends the entries of shard `shard`'s list_dead.lua reply to `page`, up to `count` in
+/// all; `last` is the cursor of the last one appended.
+void dead_reply(redis::reply rep, std::size_t shard, std::size_t count, dead_page& page,
+                std::string& last);
+
+/// TIME's reply in ms, or nothing when it is not one.
+std::optional<std::int64_t> time_reply(redis::reply rep);
+
+/// The head of a claim.lua reply: Redis's clock and the shard's next due (-1: none).
+struct claim_head {
+    std::int64_t now = 0;
+    std::int64_t next_due = -1;
+};
+
+/// Decodes one shard's claim.lua reply, appending its tasks to `tasks`.
+claim_head claim_reply(redis::reply rep, std::vector<claimed_task>& tasks);
+
+} // namespace timewheel::dq::detail::replies
+
+#endif // TIMEWHEEL_DQ_REDIS_REPLIES_HPP

@@ -1,0 +1,172 @@
+//
+// src/dq/redis/store_producer.cpp
+//
+// The producer's operations of the Redis store (submit, cancel, reschedule, status, dead
+// letters): each builds its script call on the id's shard (or one per shard for a page of
+// dead letters), its own arguments as listed atop lua/<name>.lua, and decodes the reply.
+// Input has been checked by dq::store before it gets here.
+//
+
+#include "store_impl.hpp"
+
+#include <timewheel/dq/detail/input_checks.hpp>
+
+namespace timewheel::dq::detail {
+
+using replies::script_error;
+
+void redis_store_impl::submit(task t,
+                              store::handler<void(error_code, submit_result, std::string)> h) {
+    const auto due = detail::encode_due(t.due);
+    auto st = std::make_shared<exec_state>();
+    call_args a;
+    a.add(t.id);
+    a.add(std::string_view(&due.kind, 1));
+    a.add(due.ms);
+    a.add(t.payload);
+    a.add(static_cast<std::int64_t>(t.retry.max_attempts));
+    a.add(t.retry.base.count());
+    a.add(t.retry.cap.count());
+    a.add(std::string_view(t.replace ? "1" : "0"));
+    push_shard_script(st->req, scripts::submit(), shard_of(t.id), a);
+    schedule_.forget(shard_of(t.id));
+    run(st, [self = shared_from_this(), h = std::move(h),
+             id = std::move(t.id)](error_code ec, redis::response& resp) mutable {
+        submit_result r = submit_result::created;
+        if (!ec) {
+            auto rep = resp[0];
+            if (rep.is_error()) {
+                ec = script_error(rep);
+            } else {
+                r = replies::submit_reply(rep.as_string());
+            }
+        }
+        self->finish(std::move(h), ec, r, std::move(id));
+    });
+}
+
+void redis_store_impl::cancel(std::string id, store::handler<void(error_code, cancel_result)> h) {
+    auto st = std::make_shared<exec_state>();
+    call_args a;
+    a.add(id);
+    push_shard_script(st->req, scripts::cancel(), shard_of(id), a);
+    run(st, [self = shared_from_this(), h = std::move(h)](error_code ec,
+                                                          redis::response& resp) mutable {
+        cancel_result r = cancel_result::not_found;
+        if (!ec) {
+            auto rep = resp[0];
+            if (rep.is_error()) {
+                ec = script_error(rep);
+            } else {
+                r = replies::cancel_reply(rep.as_string());
+            }
+        }
+        self->finish(std::move(h), ec, r);
+    });
+}
+
+void redis_store_impl::simple(const redis::script& s, std::string id, std::optional<due_time> due,
+                              store::handler<void(error_code)> h) {
+    auto st = std::make_shared<exec_state>();
+    call_args a;
+    a.add(id);
+    if (due) {
+        const auto d = detail::encode_due(*due);
+        a.add(std::string_view(&d.kind, 1));
+        a.add(d.ms);
+    }
+    push_shard_script(st->req, s, shard_of(id), a);
+    schedule_.forget(shard_of(id));
+    run(st, [self = shared_from_this(), h = std::move(h)](error_code ec,
+                                                          redis::response& resp) mutable {
+        if (!ec && resp[0].is_error()) {
+            ec = script_error(resp[0]);
+        }
+        self->finish(std::move(h), ec);
+    });
+}
+
+void redis_store_impl::status(std::string id, store::handler<void(error_code, task_status)> h) {
+    auto st = std::make_shared<exec_state>();
+    call_args a;
+    a.add(id);
+    push_shard_script(st->req, scripts::status(), shard_of(id), a);
+    run(st, [self = shared_from_this(), h = std::move(h), id](error_code ec,
+                                                              redis::response& resp) mutable {
+        task_status out;
+        if (!ec) {
+            auto rep = resp[0];
+            if (rep.is_error()) {
+                ec = script_error(rep);
+            } else {
+                try {
+                    out = replies::status_reply(rep, id);
+                } catch (const std::exception&) {
+                    ec = error::store_error;
+                }
+            }
+        }
+        self->finish(std::move(h), ec, std::move(out));
+    });
+}
+
+// Cursor: "<shard>:<score>:<id>" of the last entry returned.
+void redis_store_impl::list_dead(std::string cursor, std::size_t count,
+                                 store::handler<void(error_code, dead_page)> h) {
+    std::size_t first = 0;
+    std::string after_id;
+    std::int64_t after_score = 0;
+    error_code ec;
+    if (!cursor.empty()) {
+        const auto c1 = cursor.find(':');
+        const auto c2 = c1 == std::string::npos ? c1 : cursor.find(':', c1 + 1);
+        if (c2 == std::string::npos) {
+            ec = error::invalid_argument;
+        } else {
+            first =
+                static_cast<std::size_t>(replies::to_int(std::string_view(cursor).substr(0, c1)));
+            after_score = replies::to_int(std::string_view(cursor).substr(c1 + 1, c2 - c1 - 1));
+            after_id = cursor.substr(c2 + 1);
+            if (first >= opt_.shards || after_id.empty()) {
+                ec = error::invalid_argument;
+            }
+        }
+    }
+    if (ec) {
+        post(std::move(h), ec, dead_page{});
+        return;
+    }
+    auto st = std::make_shared<exec_state>();
+    for (std::size_t s = first; s < opt_.shards; ++s) {
+        call_args a;
+        a.add(s == first ? std::string_view(after_id) : std::string_view());
+        a.add(after_score);
+        a.add(static_cast<std::int64_t>(count));
+        push_shard_script(st->req, scripts::list_dead(), s, a);
+    }
+    run(st, [self = shared_from_this(), h = std::move(h), first,
+             count](error_code ec, redis::response& resp) mutable {
+        dead_page page;
+        std::string last;
+        if (!ec) {
+            for (std::size_t i = 0; i < resp.size() && page.entries.size() < count; ++i) {
+                auto rep = resp[i];
+                if (rep.is_error()) {
+                    ec = script_error(rep);
+                    break;
+                }
+                replies::dead_reply(rep, first + i, count, page, last);
+                if (page.entries.size() == count) {
+                    // More may follow: in this shard if it was not exhausted, or later.
+                    page.cursor = last;
+                }
+            }
+        }
+        if (ec) {
+            page = {};
+        }
+        self->finish(std::move(h), ec, std::move(page));
+    });
+}
+
+} // namespace timewheel::dq::detail
