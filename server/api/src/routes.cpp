@@ -9,7 +9,7 @@
 #pragma GCC diagnostic ignored "-Wmismatched-new-delete"
 #endif
 
-#include <timewheeld/api/task_json.hpp>
+#include <timewheeld/service/task_json.hpp>
 
 #include <timewheel/dq/error.hpp>
 
@@ -95,7 +95,7 @@ response store_error(const boost::system::error_code& ec, std::string_view due_f
     return store_unavailable(ec.message());
 }
 
-response bad_field(const invalid_field& e) {
+response bad_field(const service::invalid_field& e) {
     return error_response(http::status::bad_request, "invalid_field", e.message(), e.field());
 }
 
@@ -191,7 +191,7 @@ public:
     timed& operator=(const timed&) = delete;
 
 private:
-    histogram& hist_;
+    service::histogram& hist_;
     std::chrono::steady_clock::time_point start_;
 };
 
@@ -203,7 +203,7 @@ net::awaitable<response> task_answer(api_context& ctx, std::string id, http::sta
     if (ec) {
         co_return store_error(ec);
     }
-    co_return json_response(status, status_to_json(st));
+    co_return json_response(status, service::status_to_json(st));
 }
 
 dq::time_point now_ms() {
@@ -236,8 +236,8 @@ dq::task_status created_status(const dq::task& t, std::string id, dq::time_point
 net::awaitable<response> submit(api_context& ctx, const request& req) {
     dq::task task;
     try {
-        task = parse_submit(req.body(), ctx.cfg.validation);
-    } catch (const invalid_field& e) {
+        task = service::parse_submit(req.body(), ctx.cfg.validation);
+    } catch (const service::invalid_field& e) {
         co_return bad_field(e);
     }
     const bool relative = std::holds_alternative<dq::duration>(task.due);
@@ -263,8 +263,8 @@ net::awaitable<response> submit(api_context& ctx, const request& req) {
     // "exists" (or "replaced") reads what the store holds: not what was asked.
     response res;
     if (created) {
-        res =
-            json_response(http::status::created, status_to_json(created_status(task, id, before)));
+        res = json_response(http::status::created,
+                            service::status_to_json(created_status(task, id, before)));
     } else {
         res = co_await task_answer(ctx, id, http::status::ok);
     }
@@ -300,8 +300,8 @@ net::awaitable<response> cancel(api_context& ctx, std::string id) {
 net::awaitable<response> reschedule(api_context& ctx, std::string id, const request& req) {
     dq::due_time due;
     try {
-        due = parse_reschedule(req.body());
-    } catch (const invalid_field& e) {
+        due = service::parse_reschedule(req.body());
+    } catch (const service::invalid_field& e) {
         co_return bad_field(e);
     }
     {
@@ -344,14 +344,14 @@ net::awaitable<response> list_dead(api_context& ctx, std::string_view query) {
         }
         co_return store_error(ec);
     }
-    co_return json_response(http::status::ok, dead_page_to_json(page));
+    co_return json_response(http::status::ok, service::dead_page_to_json(page));
 }
 
 net::awaitable<response> retry_dead(api_context& ctx, std::string id, const request& req) {
     dq::due_time due;
     try {
-        due = parse_requeue(req.body());
-    } catch (const invalid_field& e) {
+        due = service::parse_requeue(req.body());
+    } catch (const service::invalid_field& e) {
         co_return bad_field(e);
     }
     {
@@ -380,10 +380,10 @@ net::awaitable<response> delete_dead(api_context& ctx, std::string id) {
 }
 
 net::awaitable<response> report_result(api_context& ctx, std::string id, const request& req) {
-    result_report report;
+    service::result_report report;
     try {
-        report = parse_result(req.body());
-    } catch (const invalid_field& e) {
+        report = service::parse_result(req.body());
+    } catch (const service::invalid_field& e) {
         co_return bad_field(e);
     }
     if (!ctx.sink) {
@@ -391,35 +391,36 @@ net::awaitable<response> report_result(api_context& ctx, std::string id, const r
                                  "no attempt of this task waits for a result on this node");
     }
     // The sink may answer on any thread: come back to this one.
-    const deliver_result r =
-        co_await net::async_initiate<decltype(net::use_awaitable), void(deliver_result)>(
+    const service::deliver_result r =
+        co_await net::async_initiate<decltype(net::use_awaitable), void(service::deliver_result)>(
             [&](auto handler) {
                 auto work = net::make_work_guard(net::get_associated_executor(handler));
-                ctx.sink->deliver(
-                    id, report.attempt, report.outcome,
-                    [h = std::move(handler), w = std::move(work)](deliver_result result) mutable {
-                        auto ex = w.get_executor();
-                        net::dispatch(
-                            ex, [h = std::move(h), result]() mutable { std::move(h)(result); });
-                    });
+                ctx.sink->deliver(id, report.attempt, report.outcome,
+                                  [h = std::move(handler),
+                                   w = std::move(work)](service::deliver_result result) mutable {
+                                      auto ex = w.get_executor();
+                                      net::dispatch(ex, [h = std::move(h), result]() mutable {
+                                          std::move(h)(result);
+                                      });
+                                  });
             },
             net::use_awaitable);
     switch (r) {
-    case deliver_result::accepted:
+    case service::deliver_result::accepted:
         co_return json_response(
             http::status::ok,
             json::object{{"id", id}, {"attempt", report.attempt}, {"accepted", true}});
-    case deliver_result::wrong_attempt:
+    case service::deliver_result::wrong_attempt:
         co_return error_response(http::status::conflict, "wrong_attempt",
                                  "another attempt of this task waits for a result");
-    case deliver_result::forwarded:
+    case service::deliver_result::forwarded:
         // Sent to the node that may hold the attempt, which has not confirmed in time.
         co_return json_response(
             http::status::accepted,
             json::object{{"id", id}, {"attempt", report.attempt}, {"forwarded", true}});
-    case deliver_result::unavailable:
+    case service::deliver_result::unavailable:
         co_return store_unavailable("the report could not be forwarded to the other nodes");
-    case deliver_result::not_pending:
+    case service::deliver_result::not_pending:
         break;
     }
     co_return error_response(http::status::not_found, "no_pending_attempt",
@@ -441,8 +442,9 @@ net::awaitable<response> ready(api_context& ctx) {
     if (ec) {
         co_return store_unavailable(ec.message());
     }
-    co_return json_response(http::status::ok,
-                            json::object{{"status", "ready"}, {"store_time", format_rfc3339(now)}});
+    co_return json_response(
+        http::status::ok,
+        json::object{{"status", "ready"}, {"store_time", service::format_rfc3339(now)}});
 }
 
 response method_not_allowed(std::string_view allow) {
@@ -495,7 +497,7 @@ std::string_view host_of(std::string_view authority) {
 // Whether a request may name this host: an address (which no DNS rebinding can give), this
 // machine's own name for itself, or a name the operator listed. A page that rebinds its own
 // name to 127.0.0.1 still sends that name.
-bool host_allowed(std::string_view authority, const api::settings& cfg) {
+bool host_allowed(std::string_view authority, const service::settings& cfg) {
     const auto host = host_of(authority);
     if (host.empty()) {
         return false;
@@ -517,7 +519,7 @@ bool changes_state(http::verb method) {
 // Origin with every such request (and Sec-Fetch-Site with most); a client that is not a
 // browser sends neither. The service's own origin is its Host under either scheme (a TLS
 // proxy may stand in front).
-bool origin_allowed(const request& req, const api::settings& cfg) {
+bool origin_allowed(const request& req, const service::settings& cfg) {
     const auto origin = req.find(http::field::origin);
     if (origin == req.end()) {
         const std::string_view site = req["Sec-Fetch-Site"];
@@ -593,7 +595,7 @@ std::optional<routed> refuse(const api_context& ctx, const request& req, std::st
 
 response error_response(http::status status, std::string_view code, std::string_view message,
                         std::string_view field) {
-    return json_response(status, error_body(code, message, field));
+    return json_response(status, service::error_body(code, message, field));
 }
 
 bool constant_time_equal(std::string_view given, std::string_view expected) noexcept {
@@ -660,8 +662,8 @@ net::awaitable<routed> handle(api_context& ctx, const request& req) {
                              "invalid id"};
         }
         try {
-            check_id(*d, ctx.cfg.validation);
-        } catch (const invalid_field& e) {
+            service::check_id(*d, ctx.cfg.validation);
+        } catch (const service::invalid_field& e) {
             co_return routed{bad_field(e), "invalid id"};
         }
         id = std::move(*d);

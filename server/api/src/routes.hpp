@@ -7,10 +7,10 @@
 #ifndef TIMEWHEELD_API_SRC_ROUTES_HPP
 #define TIMEWHEELD_API_SRC_ROUTES_HPP
 
-#include <timewheeld/api/log.hpp>
-#include <timewheeld/api/metrics.hpp>
-#include <timewheeld/api/result_sink.hpp>
-#include <timewheeld/api/settings.hpp>
+#include <timewheeld/service/log.hpp>
+#include <timewheeld/service/metrics.hpp>
+#include <timewheeld/service/result_sink.hpp>
+#include <timewheeld/service/settings.hpp>
 
 #include <timewheel/dq/queue.hpp>
 
@@ -29,10 +29,10 @@ using response = http::response<http::string_body>;
 /// What the endpoints of one thread use.
 struct api_context {
     timewheel::dq::queue& queue;
-    service_metrics& metrics;
-    const api::settings& cfg;
-    result_sink* sink;
-    api::logger& log;
+    service::service_metrics& metrics;
+    const service::settings& cfg;
+    service::result_sink* sink;
+    service::logger& log;
 };
 
 /// An answer, and the route it was given on (the metrics' label: "GET /v1/tasks/{id}").

@@ -1,7 +1,7 @@
 //
-// server/api/src/settings.cpp
+// server/service/src/settings.cpp
 //
-#include <timewheeld/api/settings.hpp>
+#include <timewheeld/service/settings.hpp>
 
 #include <algorithm>
 #include <cctype>
@@ -10,7 +10,7 @@
 #include <stdexcept>
 #include <vector>
 
-namespace timewheeld::api {
+namespace timewheeld::service {
 
 namespace {
 
@@ -342,4 +342,4 @@ std::string help_text() {
     return out;
 }
 
-} // namespace timewheeld::api
+} // namespace timewheeld::service

@@ -1,7 +1,7 @@
 //
-// server/api/src/store.cpp
+// server/service/src/store.cpp
 //
-#include <timewheeld/api/store.hpp>
+#include <timewheeld/service/store.hpp>
 
 #include <timewheel/dq/redis_store.hpp>
 #ifdef TIMEWHEELD_HAVE_SQLITE
@@ -16,7 +16,7 @@
 #include <optional>
 #include <stdexcept>
 
-namespace timewheeld::api {
+namespace timewheeld::service {
 
 namespace {
 
@@ -166,4 +166,4 @@ store_handle make_store(std::string_view url, const timewheel::dq::store::execut
     return store_source(url, opt).open(ex);
 }
 
-} // namespace timewheeld::api
+} // namespace timewheeld::service
