@@ -55,7 +55,6 @@ namespace beast = boost::beast;
 using tcp = net::ip::tcp;
 
 namespace {
-constexpr auto use_tuple = net::as_tuple(net::use_awaitable);
 
 // At most one log line per period for an event that may repeat as fast as the loop turns;
 // the next line says how many were left out.
