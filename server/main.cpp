@@ -38,6 +38,10 @@ int main(int argc, char** argv) {
         std::fputs(service::help_text().c_str(), stdout);
         return 0;
     }
+    if (parsed.help_markdown) {
+        std::fputs(service::flags_markdown().c_str(), stdout);
+        return 0;
+    }
     // A write to a closed pipe (the log's reader gone, say) fails with EPIPE like any other
     // write error, instead of killing the process with SIGPIPE.
     std::signal(SIGPIPE, SIG_IGN);

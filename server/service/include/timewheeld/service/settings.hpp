@@ -3,7 +3,8 @@
 //
 // Every setting of timewheeld, each a command-line flag and an environment variable
 // (TIMEWHEELD_<NAME>, the flag's name in upper case with '_' for '-'); a flag wins over the
-// variable. `--help` prints the table this file defines.
+// variable. `--help` prints the table (settings.cpp), and docs/server.md shows it
+// (flags_markdown()).
 //
 #ifndef TIMEWHEELD_SERVICE_SETTINGS_HPP
 #define TIMEWHEELD_SERVICE_SETTINGS_HPP
@@ -84,6 +85,9 @@ struct settings {
 struct parsed_settings {
     service::settings settings;
     bool help = false; ///< --help was given: print help_text() and exit 0
+    /// --help-markdown (not listed by --help: for scripts/gen-server-flags.sh) was given:
+    /// print flags_markdown() and exit 0
+    bool help_markdown = false;
 };
 
 /// Reads the environment (through `getenv`, std::getenv by default), then the flags.
@@ -93,6 +97,11 @@ parsed_settings parse_settings(int argc, const char* const* argv,
 
 /// The usage text: every flag, its variable, its default.
 std::string help_text();
+
+/// The same table as the Markdown tables of docs/server.md ("Settings": the API's flags,
+/// then the worker's), each between the marker comments scripts/gen-server-flags.sh
+/// replaces: the docs are generated from the flags, never written by hand.
+std::string flags_markdown();
 
 } // namespace timewheeld::service
 
