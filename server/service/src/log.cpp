@@ -1,6 +1,9 @@
 //
 // server/service/src/log.cpp
 //
+// One line per event, written with one fwrite so that the lines of several threads never
+// mix; the time is formatted as the API shows times (format_rfc3339).
+//
 #include <timewheeld/service/log.hpp>
 #include <timewheeld/service/task_json.hpp>
 

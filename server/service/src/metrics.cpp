@@ -1,6 +1,9 @@
 //
 // server/service/src/metrics.cpp
 //
+// The registry keeps each series behind a stable pointer (counters and gauges are atomics,
+// updated from any thread without a lock); only registering and rendering take the lock.
+//
 #include <timewheeld/service/metrics.hpp>
 
 #include <algorithm>

@@ -1,6 +1,10 @@
 //
 // server/service/src/settings.cpp
 //
+// The one table of flags (options() below): parse_settings() reads the environment and the
+// flags through it, help_text() prints it for --help and flags_markdown() for the tables of
+// docs/server.md (scripts/gen-server-flags.sh), so that the three cannot disagree.
+//
 #include <timewheeld/service/settings.hpp>
 
 #include <algorithm>
@@ -399,7 +403,11 @@ std::string flags_markdown() {
             if (!o->value_name.empty()) {
                 out += " " + std::string(o->value_name);
             }
-            out += "` | " + std::string(o->default_value) + " | " + std::string(o->help) + " |\n";
+            out += "` | ";
+            if (!o->default_value.empty()) {
+                out += std::string(o->default_value) + " ";
+            }
+            out += "| " + std::string(o->help) + " |\n";
         }
         out += "<!-- END flags:" + std::string(name) + " -->\n";
     };

@@ -1,6 +1,9 @@
 //
 // server/service/src/store.cpp
 //
+// A store URL to a dq::store: the scheme picks the store, redis:// URLs are parsed here once
+// (its host resolved at start), and an SQLite file is opened once and shared by the threads.
+//
 #include <timewheeld/service/store.hpp>
 
 #include <timewheel/dq/redis_store.hpp>

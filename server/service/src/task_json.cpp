@@ -1,6 +1,9 @@
 //
 // server/service/src/task_json.cpp
 //
+// Field-by-field validation of the API's JSON, each error naming its field; the callback
+// object is left to the callback side's one parser (callback::parse_callback).
+//
 #include <timewheeld/service/task_json.hpp>
 
 #include <timewheeld/callback/utf8.hpp>
