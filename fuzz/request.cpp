@@ -19,9 +19,9 @@
 
 #include "routes.hpp"
 
-#include <timewheeld/api/log.hpp>
-#include <timewheeld/api/metrics.hpp>
-#include <timewheeld/api/settings.hpp>
+#include <timewheeld/service/log.hpp>
+#include <timewheeld/service/metrics.hpp>
+#include <timewheeld/service/settings.hpp>
 
 #include <timewheel/dq/queue.hpp>
 #include <timewheel/dq/sqlite_store.hpp>
@@ -46,6 +46,7 @@
 namespace {
 
 namespace api = timewheeld::api;
+namespace service = timewheeld::service;
 namespace dq = timewheel::dq;
 namespace http = boost::beast::http;
 namespace net = boost::asio;
@@ -56,12 +57,12 @@ constexpr std::string_view token = "s3cret";
 // What the runs share: the io_context, the store (replaced now and then), the metrics.
 struct fixture {
     net::io_context io{1};
-    api::metrics_registry registry;
-    api::service_metrics metrics{registry};
+    service::metrics_registry registry;
+    service::service_metrics metrics{registry};
     std::FILE* devnull = std::fopen("/dev/null", "w");
-    api::logger log{api::log_level::error, devnull};
-    api::settings open_cfg;
-    api::settings token_cfg;
+    service::logger log{service::log_level::error, devnull};
+    service::settings open_cfg;
+    service::settings token_cfg;
     std::string path;
     std::unique_ptr<dq::sqlite_store> store;
     std::unique_ptr<dq::queue> queue;
@@ -160,7 +161,7 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
         f.open_store();
     }
     const bool token_set = data[0] & 1;
-    api::settings& cfg = token_set ? f.token_cfg : f.open_cfg;
+    service::settings& cfg = token_set ? f.token_cfg : f.open_cfg;
 
     // As session() reads a request (server.cpp): the request line is in Beast's header
     // limit, with room for the URL.

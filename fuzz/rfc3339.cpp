@@ -1,7 +1,7 @@
 //
 // fuzz/rfc3339.cpp
 //
-// timewheeld::api::parse_rfc3339 and format_rfc3339 (due_at of the API, the times of its
+// timewheeld::service::parse_rfc3339 and format_rfc3339 (due_at of the API, the times of its
 // answers). The input is a string to parse; its first 8 bytes are also a time to format.
 // Invariants:
 //   - parse either throws std::invalid_argument (with a message) or gives a time in
@@ -11,7 +11,7 @@
 //
 #include "check.hpp"
 
-#include <timewheeld/api/task_json.hpp>
+#include <timewheeld/service/task_json.hpp>
 
 #include <cstdint>
 #include <cstring>
@@ -21,21 +21,21 @@
 
 namespace {
 
-namespace api = timewheeld::api;
+namespace service = timewheeld::service;
 namespace dq = timewheel::dq;
 
 void round_trip(dq::time_point t) {
-    const std::string text = api::format_rfc3339(t);
+    const std::string text = service::format_rfc3339(t);
     FUZZ_CHECK(text.size() == 24 && text[10] == 'T' && text.back() == 'Z',
                "format_rfc3339 gives YYYY-MM-DDTHH:MM:SS.mmmZ");
     dq::time_point back{};
     try {
-        back = api::parse_rfc3339(text);
+        back = service::parse_rfc3339(text);
     } catch (const std::invalid_argument&) {
         FUZZ_CHECK(false, "a formatted time parses");
     }
     FUZZ_CHECK(back == t, "format then parse gives the same time");
-    FUZZ_CHECK(api::format_rfc3339(back) == text, "formatting is stable");
+    FUZZ_CHECK(service::format_rfc3339(back) == text, "formatting is stable");
 }
 
 } // namespace
@@ -43,7 +43,7 @@ void round_trip(dq::time_point t) {
 extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {
     const std::string_view s(reinterpret_cast<const char*>(data), size);
     try {
-        const auto t = api::parse_rfc3339(s);
+        const auto t = service::parse_rfc3339(s);
         FUZZ_CHECK(t >= dq::time_point{} && t <= dq::max_due, "a parsed time is in range");
         round_trip(t);
     } catch (const std::invalid_argument& e) {

@@ -1,7 +1,7 @@
 //
 // fuzz/task_json.cpp
 //
-// The JSON a client sends: timewheeld::api::parse_submit, parse_reschedule, parse_requeue,
+// The JSON a client sends: timewheeld::service::parse_submit, parse_reschedule, parse_requeue,
 // parse_result (task_json.hpp), and the callback side's callback::parse_callback
 // (payload.hpp), which reads every stored callback back. The first byte picks the parser,
 // the rest is the body. Invariants:
@@ -17,8 +17,8 @@
 //
 #include "check.hpp"
 
-#include <timewheeld/api/task_json.hpp>
 #include <timewheeld/callback/payload.hpp>
+#include <timewheeld/service/task_json.hpp>
 
 #include <boost/json/parse.hpp>
 #include <boost/json/serialize.hpp>
@@ -31,7 +31,7 @@
 
 namespace {
 
-namespace api = timewheeld::api;
+namespace service = timewheeld::service;
 namespace cb = timewheeld::callback;
 namespace dq = timewheel::dq;
 namespace json = boost::json;
@@ -46,8 +46,8 @@ void check_due(const dq::due_time& due) {
 }
 
 void submit(std::string_view body) {
-    const api::validation_limits limits;
-    const dq::task t = api::parse_submit(body, limits);
+    const service::validation_limits limits;
+    const dq::task t = service::parse_submit(body, limits);
     check_due(t.due);
     FUZZ_CHECK(t.payload.size() <= limits.max_payload_bytes, "the payload is within its limit");
     FUZZ_CHECK(t.retry.max_attempts >= 1 && t.retry.base <= t.retry.cap, "a sane retry policy");
@@ -62,10 +62,10 @@ void submit(std::string_view body) {
         again["id"] = t.id;
     }
     try {
-        const dq::task t2 = api::parse_submit(json::serialize(again), limits);
+        const dq::task t2 = service::parse_submit(json::serialize(again), limits);
         FUZZ_CHECK(t2.payload == t.payload, "the stored payload re-parses to itself");
         FUZZ_CHECK(t2.id == t.id, "the id re-parses to itself");
-    } catch (const api::invalid_field& e) {
+    } catch (const service::invalid_field& e) {
         std::fprintf(stderr, "re-submit refused: %s\npayload: %s\n", e.what(), t.payload.c_str());
         FUZZ_CHECK(false, "the stored payload is accepted again");
     }
@@ -114,18 +114,18 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
             submit(body);
             break;
         case 1:
-            check_due(api::parse_reschedule(body));
+            check_due(service::parse_reschedule(body));
             break;
         case 2:
-            check_due(api::parse_requeue(body));
+            check_due(service::parse_requeue(body));
             break;
         default: {
-            const auto r = api::parse_result(body);
+            const auto r = service::parse_result(body);
             FUZZ_CHECK(r.attempt >= 1, "an attempt is counted from 1");
             break;
         }
         }
-    } catch (const api::invalid_field& e) {
+    } catch (const service::invalid_field& e) {
         FUZZ_CHECK(!e.field().empty(), "a refusal names its field");
         FUZZ_CHECK(!e.message().empty(), "a refusal says what is wrong");
     }

@@ -7,12 +7,12 @@
 // in-flight requests are answered and the callbacks have finished or been given back. Exit status 2
 // for bad settings, 1 for a failure at start (the address in use, say).
 //
-#include <timewheeld/api/log.hpp>
-#include <timewheeld/api/metrics.hpp>
 #include <timewheeld/api/server.hpp>
-#include <timewheeld/api/settings.hpp>
-#include <timewheeld/api/store.hpp>
 #include <timewheeld/dispatch/dispatcher.hpp>
+#include <timewheeld/service/log.hpp>
+#include <timewheeld/service/metrics.hpp>
+#include <timewheeld/service/settings.hpp>
+#include <timewheeld/service/store.hpp>
 
 #include <unistd.h>
 
@@ -26,34 +26,39 @@
 
 int main(int argc, char** argv) {
     namespace api = timewheeld::api;
-    api::parsed_settings parsed;
+    namespace service = timewheeld::service;
+    service::parsed_settings parsed;
     try {
-        parsed = api::parse_settings(argc, argv);
+        parsed = service::parse_settings(argc, argv);
     } catch (const std::exception& e) {
         std::fprintf(stderr, "timewheeld: %s\n", e.what());
         return 2;
     }
     if (parsed.help) {
-        std::fputs(api::help_text().c_str(), stdout);
+        std::fputs(service::help_text().c_str(), stdout);
+        return 0;
+    }
+    if (parsed.help_markdown) {
+        std::fputs(service::flags_markdown().c_str(), stdout);
         return 0;
     }
     // A write to a closed pipe (the log's reader gone, say) fails with EPIPE like any other
     // write error, instead of killing the process with SIGPIPE.
     std::signal(SIGPIPE, SIG_IGN);
-    api::logger log(parsed.settings.log_level);
+    service::logger log(parsed.settings.log_level);
     try {
-        api::metrics_registry metrics;
+        service::metrics_registry metrics;
         api::server server(parsed.settings, metrics, log);
         // Declared after the server: destroyed first, while the io_contexts and stores
         // they run on still exist. Each is made, used and stopped on its own thread.
         namespace dispatch = timewheeld::dispatch;
-        api::service_metrics service_metrics(metrics);
+        service::service_metrics service_metrics(metrics);
         dispatch::result_router router;
         // With Redis, a result reported here for an attempt another node holds goes there
         // (docs/server.md, "Report an asynchronous result"), with or without a worker here.
-        if (auto where = api::redis_location_of(parsed.settings.store,
-                                                {.operation_timeout = parsed.settings.store_timeout,
-                                                 .client_name = "timewheeld-results"})) {
+        if (auto where = service::redis_location_of(
+                parsed.settings.store, {.operation_timeout = parsed.settings.store_timeout,
+                                        .client_name = "timewheeld-results"})) {
             router.forward_over_redis(std::move(where->config), std::move(where->queue));
             server.set_result_sink(&router);
         }

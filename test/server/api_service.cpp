@@ -11,7 +11,7 @@
 
 #include "support/api_service.hpp"
 
-#include <timewheeld/api/settings.hpp>
+#include <timewheeld/service/settings.hpp>
 
 #include <timewheel/dq/queue.hpp>
 #include <timewheel/dq/redis_store.hpp>
@@ -143,7 +143,7 @@ BOOST_AUTO_TEST_CASE(help_lists_every_flag_and_bad_settings_exit_2) {
     BOOST_TEST(run_to_end({"--no-such-flag"}).first == 2);
     BOOST_TEST(run_to_end({"--port", "70000"}).first == 2);
     BOOST_TEST(run_to_end({"--store", "mysql://x"}).first == 2);
-    BOOST_TEST(timewheeld::api::help_text() == text);
+    BOOST_TEST(timewheeld::service::help_text() == text);
 }
 
 BOOST_AUTO_TEST_CASE(listens_on_loopback_by_default) {

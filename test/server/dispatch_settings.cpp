@@ -2,34 +2,34 @@
 // test/server/dispatch_settings.cpp
 //
 // The worker's settings of timewheeld: the flags and TIMEWHEELD_* variables parse into
-// api::settings, bad values are refused naming the flag, and dispatch::options_from() turns
+// service::settings, bad values are refused naming the flag, and dispatch::options_from() turns
 // them into the callback client's and the worker's options.
 //
 #define BOOST_TEST_MODULE server_dispatch_settings
 #include <boost/test/unit_test.hpp>
 
-#include <timewheeld/api/settings.hpp>
 #include <timewheeld/dispatch/dispatcher.hpp>
+#include <timewheeld/service/settings.hpp>
 
 #include <map>
 #include <stdexcept>
 #include <string>
 #include <vector>
 
-namespace api = timewheeld::api;
+namespace service = timewheeld::service;
 namespace dispatch = timewheeld::dispatch;
 using namespace std::chrono_literals;
 
 namespace {
 
-api::parsed_settings parse(std::vector<const char*> args,
-                           std::map<std::string, std::string> env = {}) {
+service::parsed_settings parse(std::vector<const char*> args,
+                               std::map<std::string, std::string> env = {}) {
     args.insert(args.begin(), "timewheeld");
-    return api::parse_settings(static_cast<int>(args.size()), args.data(),
-                               [&](const char* name) -> const char* {
-                                   const auto it = env.find(name);
-                                   return it == env.end() ? nullptr : it->second.c_str();
-                               });
+    return service::parse_settings(static_cast<int>(args.size()), args.data(),
+                                   [&](const char* name) -> const char* {
+                                       const auto it = env.find(name);
+                                       return it == env.end() ? nullptr : it->second.c_str();
+                                   });
 }
 
 bool refused(std::vector<const char*> args, std::map<std::string, std::string> env,
@@ -176,7 +176,7 @@ BOOST_AUTO_TEST_CASE(bad_values_are_refused_naming_the_setting) {
 }
 
 BOOST_AUTO_TEST_CASE(help_lists_the_worker_settings) {
-    const auto help = api::help_text();
+    const auto help = service::help_text();
     for (const char* flag :
          {"--no-worker", "--callback-allow-loopback", "--callback-allow-private",
           "--callback-allow-hosts", "--signing-secret", "--callback-timeout-ms", "--max-per-host",
@@ -193,5 +193,5 @@ BOOST_AUTO_TEST_CASE(lease_ms_sets_the_lease_of_the_claims) {
     BOOST_TEST(dispatch::options_from(s).lease == 2000ms);
     BOOST_TEST(parse({}, {{"TIMEWHEELD_LEASE_MS", "1500"}}).settings.lease == 1500ms);
     BOOST_TEST(refused({"--lease-ms", "0"}, {}, "--lease-ms"));
-    BOOST_TEST(api::help_text().find("--lease-ms") != std::string::npos);
+    BOOST_TEST(service::help_text().find("--lease-ms") != std::string::npos);
 }

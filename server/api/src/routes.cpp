@@ -1,45 +1,29 @@
 //
 // server/api/src/routes.cpp
 //
+// The router: what every request goes through before it reaches an endpoint (a target in
+// origin form, a Host this service answers to, the token, an origin allowed to change state,
+// a JSON body), then its path and method to the endpoint, and the answers every endpoint
+// shares (JSON, the store's errors). The endpoints themselves live by resource in
+// routes_tasks.cpp, routes_dead.cpp and routes_probes.cpp, so that reading one resource's
+// behaviour does not mean reading the others'.
+//
 #include "routes.hpp"
-
-// GCC 12 at -O1 sees Asio's coroutine frames, allocated with aligned_alloc and released with
-// the frame's own operator delete (which calls free), as a mismatch: a false positive.
-#if defined(__GNUC__) && !defined(__clang__)
-#pragma GCC diagnostic ignored "-Wmismatched-new-delete"
-#endif
-
-#include <timewheeld/api/task_json.hpp>
 
 #include <timewheel/dq/error.hpp>
 
-#include <boost/asio/any_completion_handler.hpp>
-#include <boost/asio/as_tuple.hpp>
-#include <boost/asio/dispatch.hpp>
-#include <boost/asio/executor_work_guard.hpp>
 #include <boost/asio/ip/address.hpp>
-#include <boost/asio/this_coro.hpp>
-#include <boost/asio/use_awaitable.hpp>
 #include <boost/beast/core/string.hpp>
 #include <boost/json/serialize.hpp>
 
 #include <algorithm>
-#include <cctype>
-#include <charconv>
-#include <chrono>
-#include <optional>
 #include <vector>
 
 namespace timewheeld::api::detail {
 
-namespace net = boost::asio;
-namespace json = boost::json;
-namespace dq = timewheel::dq;
 using boost::beast::iequals;
 
-namespace {
-
-constexpr auto use_tuple = net::as_tuple(net::use_awaitable);
+// --- The answers every endpoint shares ----------------------------------------------------
 
 response json_response(http::status status, std::string body) {
     response res(status, 11);
@@ -62,7 +46,7 @@ response store_unavailable(std::string_view message) {
 
 // A failed store operation as an answer: the queue's own refusals keep their meaning (and
 // name their field), anything else means the store is unavailable.
-response store_error(const boost::system::error_code& ec, std::string_view due_field = "due_at") {
+response store_error(const boost::system::error_code& ec, std::string_view due_field) {
     if (ec.category() == dq::error_category()) {
         switch (static_cast<dq::error>(ec.value())) {
         case dq::error::not_found:
@@ -95,9 +79,13 @@ response store_error(const boost::system::error_code& ec, std::string_view due_f
     return store_unavailable(ec.message());
 }
 
-response bad_field(const invalid_field& e) {
+response bad_field(const service::invalid_field& e) {
     return error_response(http::status::bad_request, "invalid_field", e.message(), e.field());
 }
+
+// --- The target -----------------------------------------------------------------------------
+
+namespace {
 
 int hex(char c) {
     if (c >= '0' && c <= '9') {
@@ -111,6 +99,8 @@ int hex(char c) {
     }
     return -1;
 }
+
+} // namespace
 
 // Percent-decoding of a path segment or a query value ("+" is a space in a query only).
 std::optional<std::string> decode(std::string_view s, bool query) {
@@ -137,36 +127,6 @@ std::optional<std::string> decode(std::string_view s, bool query) {
     return out;
 }
 
-// An id as one path segment: everything but RFC 3986's unreserved characters
-// percent-encoded, so that "a/b?c" comes back as the one segment "a%2Fb%3Fc".
-std::string encode_segment(std::string_view s) {
-    static constexpr char digits[] = "0123456789ABCDEF";
-    std::string out;
-    out.reserve(s.size());
-    for (const char c : s) {
-        const auto u = static_cast<unsigned char>(c);
-        if (std::isalnum(u) || c == '-' || c == '.' || c == '_' || c == '~') {
-            out += c;
-        } else {
-            out += '%';
-            out += digits[u >> 4];
-            out += digits[u & 15];
-        }
-    }
-    return out;
-}
-
-std::vector<std::string_view> split_path(std::string_view path) {
-    std::vector<std::string_view> parts;
-    while (!path.empty()) {
-        path.remove_prefix(1); // the '/'
-        const auto end = path.find('/');
-        parts.push_back(path.substr(0, end));
-        path = end == std::string_view::npos ? std::string_view() : path.substr(end);
-    }
-    return parts;
-}
-
 std::optional<std::string_view> query_param(std::string_view query, std::string_view name) {
     while (!query.empty()) {
         const auto amp = query.find('&');
@@ -180,269 +140,17 @@ std::optional<std::string_view> query_param(std::string_view query, std::string_
     return std::nullopt;
 }
 
-// Times one store operation into the store round-trip histogram.
-class timed {
-public:
-    timed(api_context& ctx, std::string_view op)
-        : hist_(ctx.metrics.store_round_trip(op))
-        , start_(std::chrono::steady_clock::now()) {}
-    ~timed() { hist_.observe(std::chrono::steady_clock::now() - start_); }
-    timed(const timed&) = delete;
-    timed& operator=(const timed&) = delete;
+namespace {
 
-private:
-    histogram& hist_;
-    std::chrono::steady_clock::time_point start_;
-};
-
-// The task as JSON after an operation: its status (one more round trip, so that the answer
-// shows what the store holds, not what was asked).
-net::awaitable<response> task_answer(api_context& ctx, std::string id, http::status status) {
-    timed t(ctx, "status");
-    auto [ec, st] = co_await ctx.queue.async_status(std::move(id), use_tuple);
-    if (ec) {
-        co_return store_error(ec);
+std::vector<std::string_view> split_path(std::string_view path) {
+    std::vector<std::string_view> parts;
+    while (!path.empty()) {
+        path.remove_prefix(1); // the '/'
+        const auto end = path.find('/');
+        parts.push_back(path.substr(0, end));
+        path = end == std::string_view::npos ? std::string_view() : path.substr(end);
     }
-    co_return json_response(status, status_to_json(st));
-}
-
-dq::time_point now_ms() {
-    return std::chrono::time_point_cast<dq::duration>(std::chrono::system_clock::now());
-}
-
-// A task just created, as the store holds it: everything but its times is what was
-// submitted; its creation time is this node's clock just before the submit was sent. The
-// store stamped it within the submit's round trip after that, on its own clock (SQLite's
-// is this node's; Redis's TIME, on the same machine, too): GET shows that exact time. The
-// answer errs early, never late, so that a delay_ms's due_at it shows is never after the
-// real one (a callback never arrives before the due_at its submitter was told).
-dq::task_status created_status(const dq::task& t, std::string id, dq::time_point before) {
-    dq::task_status st;
-    st.id = std::move(id);
-    st.state = dq::task_state::delayed;
-    st.attempt = 0;
-    st.created = before;
-    st.updated = st.created;
-    if (const auto* delay = std::get_if<dq::duration>(&t.due)) {
-        st.due = st.created + *delay;
-    } else {
-        st.due = std::get<dq::time_point>(t.due);
-    }
-    st.retry = t.retry;
-    st.payload = t.payload;
-    return st;
-}
-
-net::awaitable<response> submit(api_context& ctx, const request& req) {
-    dq::task task;
-    try {
-        task = parse_submit(req.body(), ctx.cfg.validation);
-    } catch (const invalid_field& e) {
-        co_return bad_field(e);
-    }
-    const bool relative = std::holds_alternative<dq::duration>(task.due);
-    dq::submit_result result{};
-    std::string id;
-    dq::time_point before;
-    {
-        timed t(ctx, "submit");
-        // Kept for the answer: a created task needs no second round trip to be shown.
-        dq::task copy = task;
-        before = now_ms();
-        auto [ec, r, i] = co_await ctx.queue.async_submit(std::move(copy), use_tuple);
-        if (ec) {
-            co_return store_error(ec, relative ? "delay_ms" : "due_at");
-        }
-        result = r;
-        id = std::move(i);
-    }
-    const bool created = result == dq::submit_result::created;
-    if (created) {
-        ctx.metrics.submitted.inc();
-    }
-    // "exists" (or "replaced") reads what the store holds: not what was asked.
-    response res;
-    if (created) {
-        res =
-            json_response(http::status::created, status_to_json(created_status(task, id, before)));
-    } else {
-        res = co_await task_answer(ctx, id, http::status::ok);
-    }
-    if (res.result() == http::status::created || res.result() == http::status::ok) {
-        res.set(http::field::location, "/v1/tasks/" + encode_segment(id));
-    }
-    co_return res;
-}
-
-net::awaitable<response> cancel(api_context& ctx, std::string id) {
-    dq::cancel_result r{};
-    {
-        timed t(ctx, "cancel");
-        auto [ec, result] = co_await ctx.queue.async_cancel(id, use_tuple);
-        if (ec) {
-            co_return store_error(ec);
-        }
-        r = result;
-    }
-    switch (r) {
-    case dq::cancel_result::cancelled:
-        ctx.metrics.cancelled.inc();
-        co_return json_response(http::status::ok, json::object{{"id", id}, {"state", "cancelled"}});
-    case dq::cancel_result::not_found:
-        co_return error_response(http::status::not_found, "not_found", "no such task");
-    case dq::cancel_result::too_late:
-        break;
-    }
-    co_return error_response(http::status::conflict, "too_late",
-                             "the task is running, finished, dead or already cancelled");
-}
-
-net::awaitable<response> reschedule(api_context& ctx, std::string id, const request& req) {
-    dq::due_time due;
-    try {
-        due = parse_reschedule(req.body());
-    } catch (const invalid_field& e) {
-        co_return bad_field(e);
-    }
-    {
-        timed t(ctx, "reschedule");
-        auto [ec] = co_await ctx.queue.async_reschedule(id, due, use_tuple);
-        if (ec) {
-            co_return store_error(ec, std::holds_alternative<dq::duration>(due) ? "delay_ms"
-                                                                                : "due_at");
-        }
-    }
-    co_return co_await task_answer(ctx, std::move(id), http::status::ok);
-}
-
-net::awaitable<response> list_dead(api_context& ctx, std::string_view query) {
-    std::string cursor;
-    std::size_t limit = 100;
-    if (auto c = query_param(query, "cursor")) {
-        auto d = decode(*c, true);
-        if (!d) {
-            co_return error_response(http::status::bad_request, "invalid_field",
-                                     "malformed percent-encoding", "cursor");
-        }
-        cursor = std::move(*d);
-    }
-    if (auto l = query_param(query, "limit")) {
-        std::size_t n = 0;
-        auto [end, ec] = std::from_chars(l->data(), l->data() + l->size(), n);
-        if (l->empty() || ec != std::errc() || end != l->data() + l->size() || n < 1 || n > 1000) {
-            co_return error_response(http::status::bad_request, "invalid_field",
-                                     "must be an integer in [1, 1000]", "limit");
-        }
-        limit = n;
-    }
-    timed t(ctx, "list_dead");
-    auto [ec, page] = co_await ctx.queue.async_list_dead(std::move(cursor), limit, use_tuple);
-    if (ec) {
-        if (ec == dq::error::invalid_argument) {
-            co_return error_response(http::status::bad_request, "invalid_field", ec.message(),
-                                     "cursor");
-        }
-        co_return store_error(ec);
-    }
-    co_return json_response(http::status::ok, dead_page_to_json(page));
-}
-
-net::awaitable<response> retry_dead(api_context& ctx, std::string id, const request& req) {
-    dq::due_time due;
-    try {
-        due = parse_requeue(req.body());
-    } catch (const invalid_field& e) {
-        co_return bad_field(e);
-    }
-    {
-        timed t(ctx, "requeue_dead");
-        auto [ec] = co_await ctx.queue.async_requeue_dead(id, due, use_tuple);
-        if (ec == dq::error::not_found) {
-            co_return error_response(http::status::not_found, "not_found", "no such dead letter");
-        }
-        if (ec) {
-            co_return store_error(ec);
-        }
-    }
-    co_return co_await task_answer(ctx, std::move(id), http::status::ok);
-}
-
-net::awaitable<response> delete_dead(api_context& ctx, std::string id) {
-    timed t(ctx, "delete_dead");
-    auto [ec] = co_await ctx.queue.async_delete_dead(id, use_tuple);
-    if (ec == dq::error::not_found) {
-        co_return error_response(http::status::not_found, "not_found", "no such dead letter");
-    }
-    if (ec) {
-        co_return store_error(ec);
-    }
-    co_return json_response(http::status::ok, json::object{{"id", id}, {"deleted", true}});
-}
-
-net::awaitable<response> report_result(api_context& ctx, std::string id, const request& req) {
-    result_report report;
-    try {
-        report = parse_result(req.body());
-    } catch (const invalid_field& e) {
-        co_return bad_field(e);
-    }
-    if (!ctx.sink) {
-        co_return error_response(http::status::not_found, "no_pending_attempt",
-                                 "no attempt of this task waits for a result on this node");
-    }
-    // The sink may answer on any thread: come back to this one.
-    const deliver_result r =
-        co_await net::async_initiate<decltype(net::use_awaitable), void(deliver_result)>(
-            [&](auto handler) {
-                auto work = net::make_work_guard(net::get_associated_executor(handler));
-                ctx.sink->deliver(
-                    id, report.attempt, report.outcome,
-                    [h = std::move(handler), w = std::move(work)](deliver_result result) mutable {
-                        auto ex = w.get_executor();
-                        net::dispatch(
-                            ex, [h = std::move(h), result]() mutable { std::move(h)(result); });
-                    });
-            },
-            net::use_awaitable);
-    switch (r) {
-    case deliver_result::accepted:
-        co_return json_response(
-            http::status::ok,
-            json::object{{"id", id}, {"attempt", report.attempt}, {"accepted", true}});
-    case deliver_result::wrong_attempt:
-        co_return error_response(http::status::conflict, "wrong_attempt",
-                                 "another attempt of this task waits for a result");
-    case deliver_result::forwarded:
-        // Sent to the node that may hold the attempt, which has not confirmed in time.
-        co_return json_response(
-            http::status::accepted,
-            json::object{{"id", id}, {"attempt", report.attempt}, {"forwarded", true}});
-    case deliver_result::unavailable:
-        co_return store_unavailable("the report could not be forwarded to the other nodes");
-    case deliver_result::not_pending:
-        break;
-    }
-    co_return error_response(http::status::not_found, "no_pending_attempt",
-                             "no attempt of this task waits for a result");
-}
-
-// Ready when the store serves an operation within --store-timeout-ms (dq::store::probe: a
-// query on SQLite's writer thread, TIME on Redis), not merely when a clock can be read.
-net::awaitable<response> ready(api_context& ctx) {
-    timed t(ctx, "probe");
-    auto [ec, now] = co_await net::async_initiate<decltype(use_tuple),
-                                                  void(boost::system::error_code, dq::time_point)>(
-        [&](auto handler) {
-            ctx.queue.get_store().probe(
-                dq::store::handler<void(boost::system::error_code, dq::time_point)>(
-                    std::move(handler)));
-        },
-        use_tuple);
-    if (ec) {
-        co_return store_unavailable(ec.message());
-    }
-    co_return json_response(http::status::ok,
-                            json::object{{"status", "ready"}, {"store_time", format_rfc3339(now)}});
+    return parts;
 }
 
 response method_not_allowed(std::string_view allow) {
@@ -452,19 +160,7 @@ response method_not_allowed(std::string_view allow) {
     return res;
 }
 
-// The age of the oldest task that is due and waits for a worker, read from the store at
-// each scrape: nothing on the hot path, and exact when read (a store that cannot tell, or
-// does not answer, leaves the last value and shows in the store round-trip metric).
-net::awaitable<void> refresh_oldest_due_age(api_context& ctx) {
-    timed t(ctx, "earliest_due");
-    auto [ec, now, earliest] = co_await ctx.queue.async_earliest_due(use_tuple);
-    if (ec) {
-        ctx.log.debug("oldest_due_age", {{"error", ec.message()}});
-        co_return;
-    }
-    const auto age = earliest && *earliest < now ? now - *earliest : dq::duration(0);
-    ctx.metrics.oldest_due_age.set(std::chrono::duration<double>(age).count());
-}
+// --- The checks before any route ---------------------------------------------------------
 
 // Everything but the probes: a path that routes nowhere needs the token too, so that no
 // spelling of a target can reach a route unchecked.
@@ -495,7 +191,7 @@ std::string_view host_of(std::string_view authority) {
 // Whether a request may name this host: an address (which no DNS rebinding can give), this
 // machine's own name for itself, or a name the operator listed. A page that rebinds its own
 // name to 127.0.0.1 still sends that name.
-bool host_allowed(std::string_view authority, const api::settings& cfg) {
+bool host_allowed(std::string_view authority, const service::settings& cfg) {
     const auto host = host_of(authority);
     if (host.empty()) {
         return false;
@@ -517,7 +213,7 @@ bool changes_state(http::verb method) {
 // Origin with every such request (and Sec-Fetch-Site with most); a client that is not a
 // browser sends neither. The service's own origin is its Host under either scheme (a TLS
 // proxy may stand in front).
-bool origin_allowed(const request& req, const api::settings& cfg) {
+bool origin_allowed(const request& req, const service::settings& cfg) {
     const auto origin = req.find(http::field::origin);
     if (origin == req.end()) {
         const std::string_view site = req["Sec-Fetch-Site"];
@@ -593,7 +289,7 @@ std::optional<routed> refuse(const api_context& ctx, const request& req, std::st
 
 response error_response(http::status status, std::string_view code, std::string_view message,
                         std::string_view field) {
-    return json_response(status, error_body(code, message, field));
+    return json_response(status, service::error_body(code, message, field));
 }
 
 bool constant_time_equal(std::string_view given, std::string_view expected) noexcept {
@@ -639,11 +335,10 @@ net::awaitable<routed> handle(api_context& ctx, const request& req) {
         if (method != http::verb::get) {
             co_return routed{method_not_allowed("GET"), "/metrics"};
         }
-        co_await refresh_oldest_due_age(ctx);
-        response res(http::status::ok, 11);
-        res.set(http::field::content_type, "text/plain; version=0.0.4; charset=utf-8");
-        res.body() = ctx.metrics.registry.render();
-        co_return routed{std::move(res), "GET /metrics"};
+        {
+            auto res = co_await metrics(ctx);
+            co_return routed{std::move(res), "GET /metrics"};
+        }
     }
 
     const auto parts = split_path(path);
@@ -660,8 +355,8 @@ net::awaitable<routed> handle(api_context& ctx, const request& req) {
                              "invalid id"};
         }
         try {
-            check_id(*d, ctx.cfg.validation);
-        } catch (const invalid_field& e) {
+            service::check_id(*d, ctx.cfg.validation);
+        } catch (const service::invalid_field& e) {
             co_return routed{bad_field(e), "invalid id"};
         }
         id = std::move(*d);

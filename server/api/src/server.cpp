@@ -7,7 +7,7 @@
 // every connection lives on one shard, so nothing of a shard needs a lock.
 //
 #include <timewheeld/api/server.hpp>
-#include <timewheeld/api/store.hpp>
+#include <timewheeld/service/store.hpp>
 
 // GCC 12 at -O1 sees Asio's coroutine frames, allocated with aligned_alloc and released with
 // the frame's own operator delete (which calls free), as a mismatch: a false positive.
@@ -55,7 +55,6 @@ namespace beast = boost::beast;
 using tcp = net::ip::tcp;
 
 namespace {
-constexpr auto use_tuple = net::as_tuple(net::use_awaitable);
 
 // At most one log line per period for an event that may repeat as fast as the loop turns;
 // the next line says how many were left out.
@@ -91,7 +90,7 @@ public:
     struct shard {
         net::io_context io{1};
         std::optional<net::executor_work_guard<net::io_context::executor_type>> work;
-        store_handle store;
+        service::store_handle store;
         std::unique_ptr<timewheel::dq::queue> queue;
         std::unique_ptr<api_context> ctx;
         std::set<connection*> connections;
@@ -100,13 +99,13 @@ public:
         bool hook_running = false; // shard_hooks::stop has not called done yet
     };
 
-    server_impl(const settings& s, metrics_registry& m, logger& l)
+    server_impl(const service::settings& s, service::metrics_registry& m, service::logger& l)
         : cfg_(s)
         , metrics_(m)
         , log_(l) {
         cfg_.max_connections = connection_limit(cfg_);
         // Read once: a Redis host resolved once, a SQLite file opened once and shared.
-        store_source source(
+        service::store_source source(
             cfg_.store, {.operation_timeout = cfg_.store_timeout, .client_name = "timewheeld-api"});
         for (std::size_t i = 0; i < cfg_.threads; ++i) {
             auto sh = std::make_unique<shard>();
@@ -144,7 +143,7 @@ public:
 
     std::uint16_t port() const noexcept { return port_; }
 
-    void set_result_sink(result_sink* sink) noexcept {
+    void set_result_sink(service::result_sink* sink) noexcept {
         for (auto& sh : shards_) {
             sh->ctx->sink = sink;
         }
@@ -202,7 +201,7 @@ private:
     // The connection limit: the one given, or half of the file descriptor limit (raised to
     // its hard maximum first) and at most 10000. Half leaves room for the callbacks' own
     // connections and the store's, so that a flood of clients cannot starve them.
-    static std::size_t connection_limit(const settings& s) {
+    static std::size_t connection_limit(const service::settings& s) {
         rlimit lim{};
         if (::getrlimit(RLIMIT_NOFILE, &lim) == 0 && lim.rlim_cur < lim.rlim_max) {
             rlimit raised = lim;
@@ -546,10 +545,10 @@ private:
         stream.socket().close(ignored);
     }
 
-    settings cfg_;
+    service::settings cfg_;
     shard_hooks hooks_;
-    service_metrics metrics_;
-    logger& log_;
+    service::service_metrics metrics_;
+    service::logger& log_;
     std::vector<std::unique_ptr<shard>> shards_;
     std::optional<tcp::acceptor> acceptor_;
     std::optional<net::signal_set> signals_;
@@ -567,7 +566,7 @@ private:
 
 } // namespace detail
 
-server::server(const settings& s, metrics_registry& metrics, logger& log)
+server::server(const service::settings& s, service::metrics_registry& metrics, service::logger& log)
     : impl_(std::make_unique<detail::server_impl>(s, metrics, log)) {}
 
 server::~server() = default;
@@ -576,7 +575,7 @@ std::uint16_t server::port() const noexcept {
     return impl_->port();
 }
 
-void server::set_result_sink(result_sink* sink) noexcept {
+void server::set_result_sink(service::result_sink* sink) noexcept {
     impl_->set_result_sink(sink);
 }
 

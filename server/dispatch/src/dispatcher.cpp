@@ -25,7 +25,7 @@ namespace timewheeld::dispatch {
 namespace net = boost::asio;
 namespace dq = timewheel::dq;
 
-options options_from(const api::settings& s) {
+options options_from(const service::settings& s) {
     options o;
     o.client.policy.allow_loopback = s.callback_allow_loopback;
     o.client.policy.allow_private = s.callback_allow_private;
@@ -55,7 +55,7 @@ struct dispatcher::state : std::enable_shared_from_this<dispatcher::state> {
         bool lost = false; // the lease was lost: no result is taken any more
     };
 
-    state(net::io_context& io, dq::store& store, const options& opt, api::service_metrics& m,
+    state(net::io_context& io, dq::store& store, const options& opt, service::service_metrics& m,
           result_router& router, dispatcher* owner)
         : io(io)
         , opt(opt)
@@ -86,7 +86,7 @@ struct dispatcher::state : std::enable_shared_from_this<dispatcher::state> {
         const auto lateness = std::max(worker.store_now() - j.due(), dq::duration(0));
         metrics.in_flight.add(1);
         struct leave {
-            api::gauge& g;
+            service::gauge& g;
             ~leave() { g.sub(1); }
         } on_leave{metrics.in_flight};
         dq::outcome o;
@@ -209,17 +209,17 @@ struct dispatcher::state : std::enable_shared_from_this<dispatcher::state> {
         }
     }
 
-    api::deliver_result deliver(const std::string& id, std::uint32_t attempt, dq::outcome o) {
+    service::deliver_result deliver(const std::string& id, std::uint32_t attempt, dq::outcome o) {
         const auto it = waiting.find(id);
         if (it == waiting.end() || it->second->result || it->second->lost) {
-            return api::deliver_result::not_pending;
+            return service::deliver_result::not_pending;
         }
         if (it->second->attempt != attempt) {
-            return api::deliver_result::wrong_attempt;
+            return service::deliver_result::wrong_attempt;
         }
         it->second->result = std::move(o);
         it->second->timer->cancel();
-        return api::deliver_result::accepted;
+        return service::deliver_result::accepted;
     }
 
     void stop(std::chrono::steady_clock::time_point deadline,
@@ -243,7 +243,7 @@ struct dispatcher::state : std::enable_shared_from_this<dispatcher::state> {
 
     net::io_context& io;
     options opt;
-    api::service_metrics& metrics;
+    service::service_metrics& metrics;
     result_router& router;
     dispatcher* owner;
     callback::client client;
@@ -253,7 +253,7 @@ struct dispatcher::state : std::enable_shared_from_this<dispatcher::state> {
 };
 
 dispatcher::dispatcher(net::io_context& io, dq::store& store, const options& opt,
-                       api::service_metrics& metrics, result_router& router)
+                       service::service_metrics& metrics, result_router& router)
     : state_(std::make_shared<state>(io, store, opt, metrics, router, this)) {}
 
 dispatcher::~dispatcher() = default;
@@ -267,8 +267,8 @@ void dispatcher::stop(std::chrono::steady_clock::time_point deadline,
     state_->stop(deadline, std::move(handler));
 }
 
-api::deliver_result dispatcher::deliver(const std::string& id, std::uint32_t attempt,
-                                        dq::outcome outcome) {
+service::deliver_result dispatcher::deliver(const std::string& id, std::uint32_t attempt,
+                                            dq::outcome outcome) {
     return state_->deliver(id, attempt, std::move(outcome));
 }
 

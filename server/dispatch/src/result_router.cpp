@@ -4,7 +4,7 @@
 #include <timewheeld/dispatch/dispatcher.hpp>
 #include <timewheeld/dispatch/result_router.hpp>
 
-#include <timewheeld/api/task_json.hpp>
+#include <timewheeld/service/task_json.hpp>
 
 #include <timewheel/redis/connection.hpp>
 #include <timewheel/redis/subscriber.hpp>
@@ -34,7 +34,7 @@ using boost::system::error_code;
 
 namespace {
 
-using result_handler = net::any_completion_handler<void(api::deliver_result)>;
+using result_handler = net::any_completion_handler<void(service::deliver_result)>;
 
 // The body of POST /v1/tasks/{id}/result for `o`: what travels between nodes is what the
 // API accepted, read back with the API's own parser.
@@ -62,11 +62,11 @@ json::object report_body(std::uint32_t attempt, const dq::outcome& o) {
     return b;
 }
 
-std::string_view result_name(api::deliver_result r) {
+std::string_view result_name(service::deliver_result r) {
     switch (r) {
-    case api::deliver_result::accepted:
+    case service::deliver_result::accepted:
         return "accepted";
-    case api::deliver_result::wrong_attempt:
+    case service::deliver_result::wrong_attempt:
         return "wrong_attempt";
     default:
         return "not_pending";
@@ -140,7 +140,7 @@ struct result_router::forwarder {
                     return;
                 }
                 if (ec) {
-                    finish(n, api::deliver_result::unavailable);
+                    finish(n, service::deliver_result::unavailable);
                     return;
                 }
                 it->second->expected = receivers;
@@ -149,7 +149,7 @@ struct result_router::forwarder {
                 it->second->timer.expires_after(reply_within);
                 it->second->timer.async_wait([this, n](error_code ec) {
                     if (!ec) {
-                        finish(n, api::deliver_result::forwarded);
+                        finish(n, service::deliver_result::forwarded);
                     }
                 });
                 settle(n);
@@ -203,15 +203,15 @@ struct result_router::forwarder {
             !body) {
             return;
         }
-        api::result_report r;
+        service::result_report r;
         try {
-            r = api::parse_result(json::serialize(*body));
+            r = service::parse_result(json::serialize(*body));
         } catch (const std::exception&) {
             return; // not from a timewheeld of this version
         }
         router.deliver_here(std::string(id->as_string()), r.attempt, std::move(r.outcome),
                             [this, to = channel + ":" + std::string(from->as_string()),
-                             n = req->as_int64()](api::deliver_result result) {
+                             n = req->as_int64()](service::deliver_result result) {
                                 net::post(io, [this, to, n, result] {
                                     json::object reply;
                                     reply["req"] = n;
@@ -240,9 +240,9 @@ struct result_router::forwarder {
             return;
         }
         if (result->as_string() == "accepted") {
-            finish(n, api::deliver_result::accepted);
+            finish(n, service::deliver_result::accepted);
         } else if (result->as_string() == "wrong_attempt") {
-            finish(n, api::deliver_result::wrong_attempt);
+            finish(n, service::deliver_result::wrong_attempt);
         } else {
             ++it->second->not_here;
             settle(n);
@@ -254,11 +254,11 @@ struct result_router::forwarder {
         const auto it = pending.find(n);
         if (it != pending.end() && it->second->expected >= 0 &&
             it->second->not_here >= it->second->expected) {
-            finish(n, api::deliver_result::not_pending);
+            finish(n, service::deliver_result::not_pending);
         }
     }
 
-    void finish(std::uint64_t n, api::deliver_result r) {
+    void finish(std::uint64_t n, service::deliver_result r) {
         const auto it = pending.find(n);
         if (it == pending.end()) {
             return;
@@ -332,7 +332,7 @@ void result_router::deliver_here(std::string id, std::uint32_t attempt, dq::outc
         }
     }
     if (!d) {
-        std::move(handler)(api::deliver_result::not_pending);
+        std::move(handler)(service::deliver_result::not_pending);
         return;
     }
     // The waiting attempt belongs to its thread: deliver there (it may have ended since).

@@ -28,10 +28,10 @@
 #ifndef TIMEWHEELD_API_SERVER_HPP
 #define TIMEWHEELD_API_SERVER_HPP
 
-#include <timewheeld/api/log.hpp>
-#include <timewheeld/api/metrics.hpp>
-#include <timewheeld/api/result_sink.hpp>
-#include <timewheeld/api/settings.hpp>
+#include <timewheeld/service/log.hpp>
+#include <timewheeld/service/metrics.hpp>
+#include <timewheeld/service/result_sink.hpp>
+#include <timewheeld/service/settings.hpp>
 
 #include <timewheel/dq/store.hpp>
 
@@ -76,7 +76,7 @@ public:
     /// Opens the stores (one per thread, see store_source) and binds the listening socket.
     /** @throws std::invalid_argument for a bad store URL; boost::system::system_error when
      *  the address cannot be bound. */
-    server(const api::settings& s, metrics_registry& metrics, api::logger& log);
+    server(const service::settings& s, service::metrics_registry& metrics, service::logger& log);
     ~server();
 
     server(const server&) = delete;
@@ -86,7 +86,7 @@ public:
     std::uint16_t port() const noexcept;
 
     /// Where POST /v1/tasks/{id}/result delivers (none by default: 404). Set before run().
-    void set_result_sink(result_sink* sink) noexcept;
+    void set_result_sink(service::result_sink* sink) noexcept;
 
     /// What runs next to the API on each thread (see shard_hooks). Set before run().
     void set_shard_hooks(shard_hooks hooks);

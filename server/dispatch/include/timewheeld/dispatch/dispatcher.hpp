@@ -33,12 +33,12 @@
 #ifndef TIMEWHEELD_DISPATCH_DISPATCHER_HPP
 #define TIMEWHEELD_DISPATCH_DISPATCHER_HPP
 
-#include <timewheeld/api/metrics.hpp>
-#include <timewheeld/api/result_sink.hpp>
-#include <timewheeld/api/settings.hpp>
 #include <timewheeld/callback/client.hpp>
 #include <timewheeld/callback/payload.hpp>
 #include <timewheeld/dispatch/result_router.hpp>
+#include <timewheeld/service/metrics.hpp>
+#include <timewheeld/service/result_sink.hpp>
+#include <timewheeld/service/settings.hpp>
 
 #include <timewheel/dq/store.hpp>
 #include <timewheel/dq/worker.hpp>
@@ -74,7 +74,7 @@ struct options {
 };
 
 /// The dispatcher options the service's settings describe.
-options options_from(const api::settings& s);
+options options_from(const service::settings& s);
 
 /// The callbacks of one thread.
 /**
@@ -87,7 +87,7 @@ public:
     /// results through `router`. Not yet claiming. All must outlive it.
     /** @throws std::invalid_argument for options out of range. */
     dispatcher(boost::asio::io_context& io, timewheel::dq::store& store, const options& opt,
-               api::service_metrics& metrics, result_router& router);
+               service::service_metrics& metrics, result_router& router);
     ~dispatcher();
 
     dispatcher(const dispatcher&) = delete;
@@ -102,8 +102,8 @@ public:
               boost::asio::any_completion_handler<void(boost::system::error_code)> handler);
 
     /// Hands a reported result to the attempt of `id` waiting here. On this thread.
-    api::deliver_result deliver(const std::string& id, std::uint32_t attempt,
-                                timewheel::dq::outcome outcome);
+    service::deliver_result deliver(const std::string& id, std::uint32_t attempt,
+                                    timewheel::dq::outcome outcome);
 
     const timewheel::dq::worker& worker() const noexcept;
     boost::asio::io_context& io() noexcept;

@@ -24,7 +24,7 @@
 #ifndef TIMEWHEELD_DISPATCH_RESULT_ROUTER_HPP
 #define TIMEWHEELD_DISPATCH_RESULT_ROUTER_HPP
 
-#include <timewheeld/api/result_sink.hpp>
+#include <timewheeld/service/result_sink.hpp>
 
 #include <timewheel/redis/config.hpp>
 
@@ -44,7 +44,7 @@ class dispatcher;
  * @par Thread Safety
  * Every member may be called from any thread.
  */
-class result_router final : public api::result_sink {
+class result_router final : public service::result_sink {
 public:
     result_router();
     /// Stops forwarding (its thread joined); reports in flight are dropped unanswered, which
@@ -61,8 +61,9 @@ public:
     void forward_over_redis(timewheel::redis::config cfg, std::string queue,
                             std::chrono::milliseconds reply_within = std::chrono::seconds(2));
 
-    void deliver(std::string id, std::uint32_t attempt, timewheel::dq::outcome outcome,
-                 boost::asio::any_completion_handler<void(api::deliver_result)> handler) override;
+    void
+    deliver(std::string id, std::uint32_t attempt, timewheel::dq::outcome outcome,
+            boost::asio::any_completion_handler<void(service::deliver_result)> handler) override;
 
     struct forwarder; // detail
 
@@ -72,7 +73,7 @@ private:
     void remove(const std::string& id, dispatcher* d);
     /// To an attempt of this node only.
     void deliver_here(std::string id, std::uint32_t attempt, timewheel::dq::outcome outcome,
-                      boost::asio::any_completion_handler<void(api::deliver_result)> handler);
+                      boost::asio::any_completion_handler<void(service::deliver_result)> handler);
 
     std::mutex mutex_;
     std::unordered_map<std::string, dispatcher*> waiting_;

@@ -1,5 +1,5 @@
 //
-// timewheeld/api/store.hpp
+// timewheeld/service/store.hpp
 //
 // The store selection of timewheeld: a URL names where tasks live; a store_source reads
 // it once, and gives each of the service's threads its own dq::store on that thread's
@@ -16,8 +16,8 @@
 //                                                 threads, each completing on its own
 //                                                 executor
 //
-#ifndef TIMEWHEELD_API_STORE_HPP
-#define TIMEWHEELD_API_STORE_HPP
+#ifndef TIMEWHEELD_SERVICE_STORE_HPP
+#define TIMEWHEELD_SERVICE_STORE_HPP
 
 #include <timewheel/dq/store.hpp>
 #include <timewheel/redis/config.hpp>
@@ -29,7 +29,7 @@
 #include <string>
 #include <string_view>
 
-namespace timewheeld::api {
+namespace timewheeld::service {
 
 /// An open store, and how to close it (its connections keep the io_context busy until then).
 struct store_handle {
@@ -89,6 +89,6 @@ private:
 store_handle make_store(std::string_view url, const timewheel::dq::store::executor_type& ex,
                         const store_options& opt = {});
 
-} // namespace timewheeld::api
+} // namespace timewheeld::service
 
-#endif // TIMEWHEELD_API_STORE_HPP
+#endif // TIMEWHEELD_SERVICE_STORE_HPP

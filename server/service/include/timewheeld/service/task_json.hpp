@@ -1,19 +1,21 @@
 //
-// timewheeld/api/task_json.hpp
+// timewheeld/service/task_json.hpp
 //
 // The JSON of the API: what a client sends (a task to submit, a new due time, a result
 // report), validated field by field into the durable queue's types, and what it gets back
 // (a task's status, a page of dead letters, an error). Validation fails with
 // invalid_field, which names the field ("callback.url", "retry.cap_ms"...): the API answers
-// 400 with that name, and nothing has been stored.
+// 400 with that name, and nothing has been stored. It is the service's, not the API's
+// alone: a result report forwarded from another node reaches the worker side
+// (dispatch::result_router), which reads it with the same parse_result().
 //
 // The payload of a dq::task is the callback object, validated by the callback side's one
 // parser (timewheeld/callback/payload.hpp, callback::parse_callback) and stored as it
 // serializes it (callback::to_json): the worker reads it back with the same parser and the
 // same limits. Its errors become invalid_field "callback.<field>".
 //
-#ifndef TIMEWHEELD_API_TASK_JSON_HPP
-#define TIMEWHEELD_API_TASK_JSON_HPP
+#ifndef TIMEWHEELD_SERVICE_TASK_JSON_HPP
+#define TIMEWHEELD_SERVICE_TASK_JSON_HPP
 
 #include <timewheeld/callback/payload.hpp>
 
@@ -29,7 +31,7 @@
 #include <string>
 #include <string_view>
 
-namespace timewheeld::api {
+namespace timewheeld::service {
 
 namespace dq = timewheel::dq;
 
@@ -106,6 +108,6 @@ boost::json::object dead_page_to_json(const dq::dead_page& p);
 std::string error_body(std::string_view code, std::string_view message,
                        std::string_view field = {});
 
-} // namespace timewheeld::api
+} // namespace timewheeld::service
 
-#endif // TIMEWHEELD_API_TASK_JSON_HPP
+#endif // TIMEWHEELD_SERVICE_TASK_JSON_HPP

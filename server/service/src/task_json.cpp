@@ -1,7 +1,10 @@
 //
-// server/api/src/task_json.cpp
+// server/service/src/task_json.cpp
 //
-#include <timewheeld/api/task_json.hpp>
+// Field-by-field validation of the API's JSON, each error naming its field; the callback
+// object is left to the callback side's one parser (callback::parse_callback).
+//
+#include <timewheeld/service/task_json.hpp>
 
 #include <timewheeld/callback/utf8.hpp>
 
@@ -14,7 +17,7 @@
 #include <charconv>
 #include <initializer_list>
 
-namespace timewheeld::api {
+namespace timewheeld::service {
 
 namespace json = boost::json;
 
@@ -410,4 +413,4 @@ std::string error_body(std::string_view code, std::string_view message, std::str
     return json::serialize(json::object{{"error", std::move(e)}});
 }
 
-} // namespace timewheeld::api
+} // namespace timewheeld::service

@@ -1,5 +1,5 @@
 //
-// timewheeld/api/result_sink.hpp
+// timewheeld/service/result_sink.hpp
 //
 // Where POST /v1/tasks/{id}/result hands a reported result: the seam between the API and
 // the callbacks in flight. A callback that answers 202 leaves its dq::job pending (the
@@ -12,8 +12,8 @@
 // hold the job: the sink then forwards it to the others (docs/server.md, "Report an
 // asynchronous result").
 //
-#ifndef TIMEWHEELD_API_RESULT_SINK_HPP
-#define TIMEWHEELD_API_RESULT_SINK_HPP
+#ifndef TIMEWHEELD_SERVICE_RESULT_SINK_HPP
+#define TIMEWHEELD_SERVICE_RESULT_SINK_HPP
 
 #include <timewheel/dq/task.hpp>
 
@@ -22,7 +22,7 @@
 #include <cstdint>
 #include <string>
 
-namespace timewheeld::api {
+namespace timewheeld::service {
 
 /// What a sink did with a reported result.
 enum class deliver_result {
@@ -44,6 +44,6 @@ public:
                          boost::asio::any_completion_handler<void(deliver_result)> handler) = 0;
 };
 
-} // namespace timewheeld::api
+} // namespace timewheeld::service
 
-#endif // TIMEWHEELD_API_RESULT_SINK_HPP
+#endif // TIMEWHEELD_SERVICE_RESULT_SINK_HPP

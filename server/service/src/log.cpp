@@ -1,12 +1,15 @@
 //
-// server/api/src/log.cpp
+// server/service/src/log.cpp
 //
-#include <timewheeld/api/log.hpp>
-#include <timewheeld/api/task_json.hpp>
+// One line per event, written with one fwrite so that the lines of several threads never
+// mix; the time is formatted as the API shows times (format_rfc3339).
+//
+#include <timewheeld/service/log.hpp>
+#include <timewheeld/service/task_json.hpp>
 
 #include <chrono>
 
-namespace timewheeld::api {
+namespace timewheeld::service {
 
 namespace {
 
@@ -67,4 +70,4 @@ void logger::log(log_level l, std::string_view event, std::initializer_list<log_
     std::fflush(out_);
 }
 
-} // namespace timewheeld::api
+} // namespace timewheeld::service

@@ -1,14 +1,15 @@
 //
-// timewheeld/api/settings.hpp
+// timewheeld/service/settings.hpp
 //
 // Every setting of timewheeld, each a command-line flag and an environment variable
 // (TIMEWHEELD_<NAME>, the flag's name in upper case with '_' for '-'); a flag wins over the
-// variable. `--help` prints the table this file defines.
+// variable. `--help` prints the table (settings.cpp), and docs/server.md shows it
+// (flags_markdown()).
 //
-#ifndef TIMEWHEELD_API_SETTINGS_HPP
-#define TIMEWHEELD_API_SETTINGS_HPP
+#ifndef TIMEWHEELD_SERVICE_SETTINGS_HPP
+#define TIMEWHEELD_SERVICE_SETTINGS_HPP
 
-#include <timewheeld/api/task_json.hpp>
+#include <timewheeld/service/task_json.hpp>
 
 #include <chrono>
 #include <cstddef>
@@ -20,7 +21,7 @@
 #include <string_view>
 #include <vector>
 
-namespace timewheeld::api {
+namespace timewheeld::service {
 
 /// How much timewheeld logs: errors only, warnings, start and stop (the default), or one
 /// line per request.
@@ -52,7 +53,7 @@ struct settings {
     std::chrono::milliseconds request_timeout{30000};  ///< reading one request, writing its answer
     std::chrono::milliseconds store_timeout{5000};     ///< one store operation
     std::chrono::milliseconds shutdown_timeout{10000}; ///< in-flight requests after SIGTERM
-    api::log_level log_level = api::log_level::info;
+    service::log_level log_level = service::log_level::info;
     validation_limits validation; ///< the callback's limits (the worker's too), id length...
 
     // The worker side (server/dispatch/): the callbacks of due tasks.
@@ -82,8 +83,11 @@ struct settings {
 
 /// What parse_settings() found.
 struct parsed_settings {
-    api::settings settings;
+    service::settings settings;
     bool help = false; ///< --help was given: print help_text() and exit 0
+    /// --help-markdown (not listed by --help: for scripts/gen-server-flags.sh) was given:
+    /// print flags_markdown() and exit 0
+    bool help_markdown = false;
 };
 
 /// Reads the environment (through `getenv`, std::getenv by default), then the flags.
@@ -94,6 +98,11 @@ parsed_settings parse_settings(int argc, const char* const* argv,
 /// The usage text: every flag, its variable, its default.
 std::string help_text();
 
-} // namespace timewheeld::api
+/// The same table as the Markdown tables of docs/server.md ("Settings": the API's flags,
+/// then the worker's), each between the marker comments scripts/gen-server-flags.sh
+/// replaces: the docs are generated from the flags, never written by hand.
+std::string flags_markdown();
 
-#endif // TIMEWHEELD_API_SETTINGS_HPP
+} // namespace timewheeld::service
+
+#endif // TIMEWHEELD_SERVICE_SETTINGS_HPP

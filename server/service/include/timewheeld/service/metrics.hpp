@@ -1,5 +1,5 @@
 //
-// timewheeld/api/metrics.hpp
+// timewheeld/service/metrics.hpp
 //
 // A small metrics registry that renders the Prometheus text format (version 0.0.4), shared
 // by both sides of timewheeld: the API counts submits, cancels, requests and store round
@@ -10,8 +10,8 @@
 // up by name and labels, and rendering, take the registry's mutex. Hot paths keep the
 // reference a lookup returned.
 //
-#ifndef TIMEWHEELD_API_METRICS_HPP
-#define TIMEWHEELD_API_METRICS_HPP
+#ifndef TIMEWHEELD_SERVICE_METRICS_HPP
+#define TIMEWHEELD_SERVICE_METRICS_HPP
 
 #include <atomic>
 #include <chrono>
@@ -24,7 +24,7 @@
 #include <utility>
 #include <vector>
 
-namespace timewheeld::api {
+namespace timewheeld::service {
 
 /// Label names and values of one series, e.g. {{"route", "GET /v1/tasks/{id}"}}.
 using metric_labels = std::vector<std::pair<std::string, std::string>>;
@@ -97,12 +97,12 @@ public:
     metrics_registry(const metrics_registry&) = delete;
     metrics_registry& operator=(const metrics_registry&) = delete;
 
-    api::counter& counter(std::string_view name, std::string_view help,
+    service::counter& counter(std::string_view name, std::string_view help,
+                              const metric_labels& labels = {});
+    service::gauge& gauge(std::string_view name, std::string_view help,
                           const metric_labels& labels = {});
-    api::gauge& gauge(std::string_view name, std::string_view help,
-                      const metric_labels& labels = {});
-    api::histogram& histogram(std::string_view name, std::string_view help,
-                              std::vector<double> bounds, const metric_labels& labels = {});
+    service::histogram& histogram(std::string_view name, std::string_view help,
+                                  std::vector<double> bounds, const metric_labels& labels = {});
 
     /// Every family, sorted by name, in the text exposition format.
     std::string render() const;
@@ -128,25 +128,25 @@ struct service_metrics {
     explicit service_metrics(metrics_registry& r);
 
     metrics_registry& registry;
-    api::counter& submitted;    ///< tasks created by POST /v1/tasks (not the "exists" answers)
-    api::counter& cancelled;    ///< tasks cancelled by DELETE /v1/tasks/{id}
-    api::counter& fired;        ///< callback attempts started
-    api::counter& succeeded;    ///< callbacks that succeeded
-    api::counter& retried;      ///< callback attempts that will be retried
-    api::counter& dead;         ///< tasks that became dead letters
-    api::counter& deferred;     ///< due tasks held back by the client's flow control
-    api::gauge& in_flight;      ///< callbacks running now
-    api::gauge& awaiting;       ///< attempts that answered 202, waiting for their result
-    api::gauge& oldest_due_age; ///< seconds since the due time of the oldest due task
-    api::histogram& lateness;   ///< seconds from due time to the callback's first byte
-    api::histogram& callback_latency; ///< seconds from first byte sent to the response
+    service::counter& submitted;    ///< tasks created by POST /v1/tasks (not the "exists" answers)
+    service::counter& cancelled;    ///< tasks cancelled by DELETE /v1/tasks/{id}
+    service::counter& fired;        ///< callback attempts started
+    service::counter& succeeded;    ///< callbacks that succeeded
+    service::counter& retried;      ///< callback attempts that will be retried
+    service::counter& dead;         ///< tasks that became dead letters
+    service::counter& deferred;     ///< due tasks held back by the client's flow control
+    service::gauge& in_flight;      ///< callbacks running now
+    service::gauge& awaiting;       ///< attempts that answered 202, waiting for their result
+    service::gauge& oldest_due_age; ///< seconds since the due time of the oldest due task
+    service::histogram& lateness;   ///< seconds from due time to the callback's first byte
+    service::histogram& callback_latency; ///< seconds from first byte sent to the response
 
     /// Counts one answered request.
     void request(std::string_view route, unsigned status);
     /// Times one store operation ("submit", "status"...).
-    api::histogram& store_round_trip(std::string_view op);
+    service::histogram& store_round_trip(std::string_view op);
 };
 
-} // namespace timewheeld::api
+} // namespace timewheeld::service
 
-#endif // TIMEWHEELD_API_METRICS_HPP
+#endif // TIMEWHEELD_SERVICE_METRICS_HPP

@@ -1,7 +1,10 @@
 //
-// server/api/src/metrics.cpp
+// server/service/src/metrics.cpp
 //
-#include <timewheeld/api/metrics.hpp>
+// The registry keeps each series behind a stable pointer (counters and gauges are atomics,
+// updated from any thread without a lock); only registering and rendering take the lock.
+//
+#include <timewheeld/service/metrics.hpp>
 
 #include <algorithm>
 #include <cmath>
@@ -9,7 +12,7 @@
 #include <stdexcept>
 #include <variant>
 
-namespace timewheeld::api {
+namespace timewheeld::service {
 
 histogram::histogram(std::vector<double> bounds)
     : bounds_(std::move(bounds))
@@ -36,7 +39,7 @@ std::vector<double> histogram::latency_bounds() {
 
 struct metrics_registry::series {
     metric_labels labels;
-    std::variant<api::counter, api::gauge, api::histogram> metric;
+    std::variant<service::counter, service::gauge, service::histogram> metric;
     template <typename... Args>
     explicit series(metric_labels l, Args&&... args)
         : labels(std::move(l))
@@ -70,13 +73,13 @@ metrics_registry::series& metrics_registry::find(std::string_view name, std::str
     std::unique_ptr<series> s;
     switch (k) {
     case kind::counter:
-        s = std::make_unique<series>(labels, std::in_place_type<api::counter>);
+        s = std::make_unique<series>(labels, std::in_place_type<service::counter>);
         break;
     case kind::gauge:
-        s = std::make_unique<series>(labels, std::in_place_type<api::gauge>);
+        s = std::make_unique<series>(labels, std::in_place_type<service::gauge>);
         break;
     case kind::histogram:
-        s = std::make_unique<series>(labels, std::in_place_type<api::histogram>,
+        s = std::make_unique<series>(labels, std::in_place_type<service::histogram>,
                                      std::move(*bounds));
         break;
     }
@@ -89,17 +92,17 @@ metrics_registry::~metrics_registry() = default;
 
 counter& metrics_registry::counter(std::string_view name, std::string_view help,
                                    const metric_labels& labels) {
-    return std::get<api::counter>(find(name, help, kind::counter, labels, nullptr).metric);
+    return std::get<service::counter>(find(name, help, kind::counter, labels, nullptr).metric);
 }
 
 gauge& metrics_registry::gauge(std::string_view name, std::string_view help,
                                const metric_labels& labels) {
-    return std::get<api::gauge>(find(name, help, kind::gauge, labels, nullptr).metric);
+    return std::get<service::gauge>(find(name, help, kind::gauge, labels, nullptr).metric);
 }
 
 histogram& metrics_registry::histogram(std::string_view name, std::string_view help,
                                        std::vector<double> bounds, const metric_labels& labels) {
-    return std::get<api::histogram>(find(name, help, kind::histogram, labels, &bounds).metric);
+    return std::get<service::histogram>(find(name, help, kind::histogram, labels, &bounds).metric);
 }
 
 namespace {
@@ -159,16 +162,16 @@ std::string metrics_registry::render() const {
         out += "# HELP " + name + ' ' + f->help + '\n';
         out += "# TYPE " + name + ' ' + types[static_cast<int>(f->type)] + '\n';
         for (const auto& s : f->members) {
-            if (const auto* c = std::get_if<api::counter>(&s->metric)) {
+            if (const auto* c = std::get_if<service::counter>(&s->metric)) {
                 out += name;
                 append_labels(out, s->labels);
                 out += ' ' + std::to_string(c->value()) + '\n';
-            } else if (const auto* g = std::get_if<api::gauge>(&s->metric)) {
+            } else if (const auto* g = std::get_if<service::gauge>(&s->metric)) {
                 out += name;
                 append_labels(out, s->labels);
                 out += ' ' + number(g->value()) + '\n';
             } else {
-                const auto& h = std::get<api::histogram>(s->metric);
+                const auto& h = std::get<service::histogram>(s->metric);
                 std::uint64_t cumulative = 0;
                 for (std::size_t i = 0; i <= h.bounds().size(); ++i) {
                     cumulative += h.bucket(i);
@@ -229,4 +232,4 @@ histogram& service_metrics::store_round_trip(std::string_view op) {
                               histogram::latency_bounds(), {{"op", std::string(op)}});
 }
 
-} // namespace timewheeld::api
+} // namespace timewheeld::service

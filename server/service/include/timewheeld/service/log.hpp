@@ -1,15 +1,15 @@
 //
-// timewheeld/api/log.hpp
+// timewheeld/service/log.hpp
 //
 // Structured one-line logs: `ts=2026-11-26T01:02:03.456Z level=info event=listening
 // port=8080`, one write per line (lines of several threads never mix), values quoted
 // when they hold spaces, quotes or '='. Quiet by default: start and stop at info, one line
 // per request only at debug.
 //
-#ifndef TIMEWHEELD_API_LOG_HPP
-#define TIMEWHEELD_API_LOG_HPP
+#ifndef TIMEWHEELD_SERVICE_LOG_HPP
+#define TIMEWHEELD_SERVICE_LOG_HPP
 
-#include <timewheeld/api/settings.hpp>
+#include <timewheeld/service/settings.hpp>
 
 #include <cstdio>
 #include <initializer_list>
@@ -17,7 +17,7 @@
 #include <string_view>
 #include <utility>
 
-namespace timewheeld::api {
+namespace timewheeld::service {
 
 /// One key and its value, already formatted.
 struct log_field {
@@ -67,6 +67,6 @@ private:
     std::FILE* out_;
 };
 
-} // namespace timewheeld::api
+} // namespace timewheeld::service
 
-#endif // TIMEWHEELD_API_LOG_HPP
+#endif // TIMEWHEELD_SERVICE_LOG_HPP

@@ -1,23 +1,31 @@
 //
-// server/api/src/settings.cpp
+// server/service/src/settings.cpp
 //
-#include <timewheeld/api/settings.hpp>
+// The one table of flags (options() below): parse_settings() reads the environment and the
+// flags through it, help_text() prints it for --help and flags_markdown() for the tables of
+// docs/server.md (scripts/gen-server-flags.sh), so that the three cannot disagree.
+//
+#include <timewheeld/service/settings.hpp>
 
 #include <algorithm>
 #include <cctype>
 #include <charconv>
 #include <cstdlib>
+#include <iterator>
 #include <stdexcept>
 #include <vector>
 
-namespace timewheeld::api {
+namespace timewheeld::service {
 
 namespace {
 
+// One row of the table below, the one home of every flag: parse_settings() reads it,
+// help_text() prints it for --help, flags_markdown() for the tables of docs/server.md.
 struct option {
-    std::string_view flag;       // without "--"
-    std::string_view value_name; // empty: a switch, given alone (or as --flag=true/false)
-    std::string_view help;
+    std::string_view flag;          // without "--"
+    std::string_view value_name;    // empty: a switch, given alone (or as --flag=true/false)
+    std::string_view default_value; // as shown; empty: none
+    std::string_view help;          // `backticks` mark code in the docs; --help drops them
     std::function<void(settings&, std::string_view)> set;
     /// For a list that each use of the flag adds to: empties it before the first flag, so
     /// that flags replace what the variable gave (a flag wins) rather than add to it.
@@ -112,69 +120,93 @@ std::function<void(settings&, std::string_view)> list(std::vector<std::string> s
     };
 }
 
+// The table's second part, from this flag on, is the worker side's (server/dispatch/): the
+// docs show it in a table of its own.
+constexpr std::string_view first_worker_flag = "no-worker";
+
 const std::vector<option>& options() {
     static const std::vector<option> table = {
-        {"bind", "ADDR", "address to listen on (default 127.0.0.1; 0.0.0.0 exposes the API)",
+        {"bind", "ADDR", "127.0.0.1",
+         "the address to listen on; anything else (`0.0.0.0`) exposes the API",
          [](settings& s, std::string_view v) { s.bind = v; }},
-        {"port", "N", "port to listen on, 0 for any free one (default 8080)",
+        {"port", "N", "8080",
+         "the port to listen on; 0 for any free one (see `--port-file` and the "
+         "log)",
          number(&settings::port, 0, 65535, "--port")},
-        {"port-file", "PATH", "write the bound port to PATH once listening",
+        {"port-file", "PATH", "", "write the bound port there once listening (for `--port 0`)",
          [](settings& s, std::string_view v) { s.port_file = v; }},
-        {"store", "URL",
-         "where tasks live: sqlite:PATH, the embedded store for one node (a relative PATH "
-         "is from the working directory), or redis://[user:password@]host[:port][/queue] "
-         "for several nodes (default sqlite:timewheeld.db)",
+        {"store", "URL", "sqlite:timewheeld.db",
+         "where tasks live: `sqlite:PATH`, the embedded store in one file for one "
+         "node (a relative PATH is from the working directory; the file is created "
+         "if missing), or `redis://[user:password@]host[:port][/queue]` for "
+         "several nodes (a host name is resolved once, at start)",
          [](settings& s, std::string_view v) { s.store = v; }},
-        {"token", "SECRET",
-         "require 'Authorization: Bearer SECRET' on /v1/* and /metrics (prefer the variable: "
-         "a flag shows in ps)",
+        {"token", "SECRET", "",
+         "require `Authorization: Bearer SECRET` on every path but `/healthz` and "
+         "`/readyz`, which stay open for probes (compared in constant time). "
+         "Prefer `TIMEWHEELD_TOKEN`: a flag shows in `ps`",
          [](settings& s, std::string_view v) { s.token = v; }},
-        {"threads", "N",
-         "threads, each with its own io_context (and Redis connection; SQLite's one file "
-         "is shared) (default 1)",
+        {"threads", "N", "1",
+         "threads, each with its own io_context: with Redis each has its own "
+         "connection; with SQLite they share the one file (one writer thread, one "
+         "group commit for all), each thread's requests and callbacks completing "
+         "on its own io_context",
          number(&settings::threads, 1, 256, "--threads")},
-        {"max-body-bytes", "N", "largest request body, 413 beyond (default 1048576)",
+        {"max-body-bytes", "N", "1048576", "the largest request body, 413 beyond",
          number(&settings::max_body_bytes, 0, 64LL * 1024 * 1024, "--max-body-bytes")},
-        {"max-header-count", "N", "most header fields in a request, 431 beyond (default 64)",
+        {"max-header-count", "N", "64", "the most header fields in a request, 431 beyond",
          number(&settings::max_header_count, 1, 10000, "--max-header-count")},
-        {"max-header-bytes", "N", "largest header block, 431 beyond (default 16384)",
+        {"max-header-bytes", "N", "16384", "the largest header block, 431 beyond",
          number(&settings::max_header_bytes, 256, 1024 * 1024, "--max-header-bytes")},
-        {"max-url-bytes", "N", "longest request target, 414 beyond (default 4096)",
+        {"max-url-bytes", "N", "4096", "the longest request target, 414 beyond",
          number(&settings::max_url_bytes, 16, 1024 * 1024, "--max-url-bytes")},
-        {"max-connections", "N",
-         "connections open at once; at the limit the one idle the longest is closed "
-         "(default 0: half the file descriptor limit, at most 10000)",
+        {"max-connections", "N", "0",
+         "connections open at once; at the limit the connection idle the longest "
+         "is closed to make room, or the new one is refused when none is idle. 0: "
+         "half the file descriptor limit (raised to its hard maximum at start), at "
+         "most 10000; a value the limit cannot hold stops the start (exit 2)",
          number(&settings::max_connections, 0, 1000000, "--max-connections")},
-        {"allowed-hosts", "LIST",
-         "comma-separated names the Host header may carry besides IP addresses and "
-         "localhost, 421 otherwise (DNS rebinding); '*' for any (default: none)",
+        {"allowed-hosts", "LIST", "",
+         "comma-separated names the `Host` header may carry besides IP addresses "
+         "and `localhost` (421 otherwise: DNS rebinding); `*` for any. Set it to "
+         "the name clients use when the service is reached by name (behind a "
+         "proxy, say)",
          list(&settings::allowed_hosts, "--allowed-hosts", true)},
-        {"allowed-origins", "LIST",
-         "comma-separated origins (https://ops.example.com) that may send requests that "
-         "change state, besides the service's own; 403 otherwise (default: none)",
+        {"allowed-origins", "LIST", "",
+         "comma-separated origins (`https://ops.example.com`) whose web pages may "
+         "send requests that change state, besides the service's own (403 "
+         "otherwise)",
          list(&settings::allowed_origins, "--allowed-origins", false)},
-        {"max-callback-url-bytes", "N", "longest callback.url (default 2048)",
+        {"max-callback-url-bytes", "N", "2048", "the longest `callback.url` (400 beyond)",
          [](settings& s, std::string_view v) {
              s.validation.callback.max_url_length =
                  static_cast<std::size_t>(integer("--max-callback-url-bytes", v, 16, 65536));
          }},
-        {"max-callback-headers", "N",
-         "most entries in callback.headers and callback.secret_headers together (default 32)",
+        {"max-callback-headers", "N", "32",
+         "the most entries in `callback.headers` and `callback.secret_headers` "
+         "together (400 beyond)",
          [](settings& s, std::string_view v) {
              s.validation.callback.max_headers =
                  static_cast<std::size_t>(integer("--max-callback-headers", v, 0, 1000));
          }},
-        {"idle-timeout-ms", "MS", "close keep-alive connections idle this long (default 60000)",
+        {"idle-timeout-ms", "MS", "60000",
+         "an idle keep-alive connection is closed after this long",
          millis(&settings::idle_timeout, "--idle-timeout-ms")},
-        {"request-timeout-ms", "MS", "time to read a request and write its answer (default 30000)",
+        {"request-timeout-ms", "MS", "30000", "the time to read a request and write its answer",
          millis(&settings::request_timeout, "--request-timeout-ms")},
-        {"store-timeout-ms", "MS", "time for one store operation, 503 beyond (default 5000)",
+        {"store-timeout-ms", "MS", "5000",
+         "the time for one store operation (503 beyond), `/readyz` too. Redis: the "
+         "request's timeout on its connection. SQLite: from the call to its "
+         "completion, queue on the writer thread included (an operation that times "
+         "out before the writer takes it is never run), and how long to wait at "
+         "start for a lock another process holds on the file",
          millis(&settings::store_timeout, "--store-timeout-ms")},
-        {"shutdown-timeout-ms", "MS",
-         "after SIGTERM/SIGINT, wait this long for in-flight requests (default 10000)",
+        {"shutdown-timeout-ms", "MS", "10000",
+         "after SIGTERM/SIGINT, how long to wait for the requests in flight",
          millis(&settings::shutdown_timeout, "--shutdown-timeout-ms")},
-        {"log-level", "LEVEL",
-         "error, warn, info (default: start and stop only) or debug (one line per request)",
+        {"log-level", "LEVEL", "info",
+         "`error`, `warn`, `info` (start and stop only) or `debug` (a line per "
+         "request)",
          [](settings& s, std::string_view v) {
              if (v == "error") {
                  s.log_level = log_level::error;
@@ -188,34 +220,39 @@ const std::vector<option>& options() {
                  throw std::invalid_argument("--log-level: must be error, warn, info or debug");
              }
          }},
-        {"no-worker", "", "serve the API only: run no callbacks on this node",
+        {"no-worker", "", "",
+         "serve the API only: run no callbacks on this node (they run on other "
+         "nodes)",
          [](settings& s, std::string_view v) { s.worker = !truth("--no-worker", v); }},
-        {"worker-concurrency", "N", "callbacks in flight at once, per thread (default 64)",
+        {"worker-concurrency", "N", "64", "callbacks in flight at once, per thread",
          number(&settings::worker_concurrency, 1, 100000, "--worker-concurrency")},
-        {"callback-allow-loopback", "",
-         "let callbacks reach loopback addresses (127/8, ::1); refused by default (SSRF)",
+        {"callback-allow-loopback", "", "off",
+         "let callbacks reach loopback addresses (127/8, ::1); refused by default "
+         "(SSRF)",
          boolean(&settings::callback_allow_loopback, "--callback-allow-loopback")},
-        {"callback-allow-private", "",
-         "let callbacks reach private addresses (10/8, 172.16/12, 192.168/16, fc00::/7)",
+        {"callback-allow-private", "", "off",
+         "let callbacks reach private addresses (10/8, 172.16/12, 192.168/16, "
+         "100.64/10, fc00::/7); refused by default (SSRF)",
          boolean(&settings::callback_allow_private, "--callback-allow-private")},
-        {"callback-allow-hosts", "LIST",
-         "comma-separated host names callbacks may reach ('*.example.com' for subdomains); "
-         "default: any host whose address is allowed",
+        {"callback-allow-hosts", "LIST", "",
+         "comma-separated host names callbacks may reach (`*.example.com` for "
+         "subdomains): only these; without it, any host whose address is allowed",
          list(&settings::callback_allow_hosts, "--callback-allow-hosts", true)},
-        {"signing-secret", "SECRETS",
-         "sign every callback (Timewheel-Signature, v2: method, URL, Idempotency-Key, attempt, "
-         "time and body) with HMAC-SHA256; comma-separated or repeated for several at once "
-         "(one v2 entry each, to rotate a secret without downtime); prefer the variable",
+        {"signing-secret", "SECRETS", "",
+         "sign every callback (`Timewheel-Signature` v2: method, URL, "
+         "Idempotency-Key, attempt, time and body) with HMAC-SHA256; "
+         "comma-separated or repeated for several at once (one `v2` entry each, to "
+         "rotate a secret without downtime); prefer `TIMEWHEELD_SIGNING_SECRET`",
          [](settings& s, std::string_view v) {
              for (auto& secret : split_list("--signing-secret", v)) {
                  s.signing_secrets.push_back(std::move(secret));
              }
          },
          [](settings& s) { s.signing_secrets.clear(); }},
-        {"signing-secret-for", "HOST=SECRETS",
-         "sign callbacks to HOST (exact, case-insensitive) with its own secrets instead; "
-         "repeat for more hosts, ';' between hosts in the variable "
-         "(a.example=s1;b.example=s2,s3)",
+        {"signing-secret-for", "HOST=SECRETS", "",
+         "sign callbacks to `HOST` (exact, case-insensitive) with its own secrets "
+         "instead; repeat for more hosts, `;` between hosts in the variable "
+         "(`TIMEWHEELD_SIGNING_SECRET_FOR=a.example=s1;b.example=s2,s3`)",
          [](settings& s, std::string_view v) {
              while (!v.empty()) {
                  const auto semi = v.find(';');
@@ -236,25 +273,28 @@ const std::vector<option>& options() {
              }
          },
          [](settings& s) { s.signing_secrets_for.clear(); }},
-        {"signing-send-v1", "",
-         "also send the old v1 signature entries (body only), while receivers move to v2",
+        {"signing-send-v1", "", "off",
+         "also send the old `v1` entries (the body alone signed), while receivers "
+         "move to `v2`",
          boolean(&settings::signing_send_v1, "--signing-send-v1")},
-        {"callback-timeout-ms", "MS",
-         "a callback's whole call when its task gives no timeout_ms (default 10000)",
+        {"callback-timeout-ms", "MS", "10000",
+         "a callback's whole call when its task gives no `timeout_ms`",
          millis(&settings::callback_timeout, "--callback-timeout-ms")},
-        {"max-per-host", "N", "callbacks in flight to one host, per thread (default 8)",
+        {"max-per-host", "N", "8", "callbacks in flight to one origin, per thread",
          number(&settings::max_per_host, 1, 100000, "--max-per-host")},
-        {"result-deadline-ms", "MS",
-         "after a callback answered 202, wait this long for POST /v1/tasks/{id}/result, then "
-         "retry (default 300000)",
+        {"result-deadline-ms", "MS", "300000",
+         "after a callback answered 202, how long to wait for `POST "
+         "/v1/tasks/{id}/result`; then the attempt is retried",
          millis(&settings::result_deadline, "--result-deadline-ms")},
-        {"max-awaiting-results", "N",
-         "attempts waiting for their result after a 202 without holding one of the "
-         "--worker-concurrency slots, per thread; beyond, they hold one (default 10000)",
+        {"max-awaiting-results", "N", "10000",
+         "attempts waiting for their result (after a 202) without holding a "
+         "`--worker-concurrency` slot, per thread; beyond, a waiting attempt keeps "
+         "its slot",
          number(&settings::max_awaiting_results, 0, 10000000, "--max-awaiting-results")},
-        {"lease-ms", "MS",
-         "a claimed or running task's lease: after a crash, its tasks run again (here or on "
-         "another node) this long after (default 30000, or 3 x --callback-timeout-ms)",
+        {"lease-ms", "MS", "30000",
+         "a claimed or running task's lease (renewed every third of it): after a "
+         "crash its tasks run again, on another node or this one restarted, this "
+         "long after; longer when 3 x `--callback-timeout-ms` is",
          millis(&settings::lease, "--lease-ms")},
     };
     return table;
@@ -289,6 +329,10 @@ parsed_settings parse_settings(int argc, const char* const* argv,
         std::string_view a = argv[i];
         if (a == "--help" || a == "-h") {
             r.help = true;
+            continue;
+        }
+        if (a == "--help-markdown") {
+            r.help_markdown = true;
             continue;
         }
         if (!a.starts_with("--")) {
@@ -336,10 +380,43 @@ std::string help_text() {
         if (!o.value_name.empty()) {
             left += " " + std::string(o.value_name);
         }
-        out += left + "\n      " + std::string(o.help) + "\n      env " + env_name(o.flag) + "\n";
+        std::string help;
+        std::remove_copy(o.help.begin(), o.help.end(), std::back_inserter(help), '`');
+        if (!o.default_value.empty()) {
+            help += " (default " + std::string(o.default_value) + ")";
+        }
+        out += left + "\n      " + help + "\n      env " + env_name(o.flag) + "\n";
     }
     out += "  --help\n      this text\n";
     return out;
 }
 
-} // namespace timewheeld::api
+std::string flags_markdown() {
+    std::string out;
+    auto table = [&](std::string_view name, auto first, auto last) {
+        out += "<!-- BEGIN flags:" + std::string(name) +
+               " (generated from server/service/src/settings.cpp by "
+               "scripts/gen-server-flags.sh: edit there) -->\n"
+               "| flag | default | |\n|---|---|---|\n";
+        for (auto o = first; o != last; ++o) {
+            out += "| `--" + std::string(o->flag);
+            if (!o->value_name.empty()) {
+                out += " " + std::string(o->value_name);
+            }
+            out += "` | ";
+            if (!o->default_value.empty()) {
+                out += std::string(o->default_value) + " ";
+            }
+            out += "| " + std::string(o->help) + " |\n";
+        }
+        out += "<!-- END flags:" + std::string(name) + " -->\n";
+    };
+    const auto& all = options();
+    const auto worker = std::find_if(all.begin(), all.end(),
+                                     [](const option& o) { return o.flag == first_worker_flag; });
+    table("api", all.begin(), worker);
+    table("worker", worker, all.end());
+    return out;
+}
+
+} // namespace timewheeld::service

@@ -1,7 +1,10 @@
 //
-// server/api/src/store.cpp
+// server/service/src/store.cpp
 //
-#include <timewheeld/api/store.hpp>
+// A store URL to a dq::store: the scheme picks the store, redis:// URLs are parsed here once
+// (its host resolved at start), and an SQLite file is opened once and shared by the threads.
+//
+#include <timewheeld/service/store.hpp>
 
 #include <timewheel/dq/redis_store.hpp>
 #ifdef TIMEWHEELD_HAVE_SQLITE
@@ -16,7 +19,7 @@
 #include <optional>
 #include <stdexcept>
 
-namespace timewheeld::api {
+namespace timewheeld::service {
 
 namespace {
 
@@ -166,4 +169,4 @@ store_handle make_store(std::string_view url, const timewheel::dq::store::execut
     return store_source(url, opt).open(ex);
 }
 
-} // namespace timewheeld::api
+} // namespace timewheeld::service
