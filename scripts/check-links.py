@@ -28,8 +28,12 @@ ROOT = pathlib.Path(sys.argv[1] if len(sys.argv) > 1 else pathlib.Path(__file__)
 ROOT = ROOT.resolve()
 
 # The top-level directories of the repository: a path that starts with one is ours.
-TOP_DIRS = {p.name for p in ROOT.iterdir() if p.is_dir() and not p.name.startswith(".")}
-TOP_DIRS -= {"build", "build-clang", "build-asan", "build-docs"}
+# (build trees are not: build/, build-release/, build-asan/... are made by the scripts)
+TOP_DIRS = {
+    p.name
+    for p in ROOT.iterdir()
+    if p.is_dir() and not p.name.startswith(".") and not p.name.startswith("build")
+}
 
 LINK = re.compile(r"(?<!!)\[[^\]]*\]\(([^)\s]+)(?:\s+\"[^\"]*\")?\)|!\[[^\]]*\]\(([^)\s]+)\)")
 BACKTICKS = re.compile(r"`([^`\n]+)`")

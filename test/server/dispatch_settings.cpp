@@ -12,6 +12,7 @@
 #include <timewheeld/service/settings.hpp>
 
 #include <map>
+#include <sstream>
 #include <stdexcept>
 #include <string>
 #include <vector>
@@ -194,4 +195,41 @@ BOOST_AUTO_TEST_CASE(lease_ms_sets_the_lease_of_the_claims) {
     BOOST_TEST(parse({}, {{"TIMEWHEELD_LEASE_MS", "1500"}}).settings.lease == 1500ms);
     BOOST_TEST(refused({"--lease-ms", "0"}, {}, "--lease-ms"));
     BOOST_TEST(service::help_text().find("--lease-ms") != std::string::npos);
+}
+
+// The flag tables (--help, docs/server.md) show each flag's default from the option table,
+// while the struct's initialisers are what the service runs with: each shown default, given
+// as the flag's value, must leave the settings as they are without it ("off" for a switch).
+BOOST_AUTO_TEST_CASE(every_default_the_flag_tables_show_is_the_one_the_service_runs_with) {
+    const auto defaults = parse({}).settings;
+    BOOST_TEST((defaults == service::settings{}));
+    std::size_t checked = 0;
+    std::istringstream table(service::flags_markdown());
+    for (std::string row; std::getline(table, row);) {
+        // | `--flag VALUE` | default | variable | help |
+        const auto tick = row.find("`--");
+        const auto bar = row.find('|', tick);
+        if (row.rfind("|", 0) != 0 || tick == std::string::npos || bar == std::string::npos) {
+            continue;
+        }
+        const auto name_end = row.find_first_of(" `", tick + 3);
+        const std::string flag = row.substr(tick + 1, name_end - tick - 1);
+        const auto next = row.find('|', bar + 1);
+        std::string shown = row.substr(bar + 1, next - bar - 1);
+        shown.erase(0, shown.find_first_not_of(' '));
+        shown.erase(shown.find_last_not_of(' ') + 1);
+        if (shown.empty()) {
+            continue;
+        }
+        const std::string arg = shown == "off" ? flag + "=false" : flag;
+        std::vector<const char*> args{arg.c_str()};
+        if (shown != "off") {
+            args.push_back(shown.c_str());
+        }
+        BOOST_TEST_CONTEXT(flag << " shown as default '" << shown << "'") {
+            BOOST_TEST((parse(args).settings == defaults));
+        }
+        ++checked;
+    }
+    BOOST_TEST(checked >= 20u, "rows with a default: " << checked);
 }

@@ -291,10 +291,11 @@ const std::vector<option>& options() {
          "`--worker-concurrency` slot, per thread; beyond, a waiting attempt keeps "
          "its slot",
          number(&settings::max_awaiting_results, 0, 10000000, "--max-awaiting-results")},
-        {"lease-ms", "MS", "30000",
+        {"lease-ms", "MS", "",
          "a claimed or running task's lease (renewed every third of it): after a "
          "crash its tasks run again, on another node or this one restarted, this "
-         "long after; longer when 3 x `--callback-timeout-ms` is",
+         "long after. Unset: 30000, or 3 x `--callback-timeout-ms` when that is "
+         "longer",
          millis(&settings::lease, "--lease-ms")},
     };
     return table;

@@ -69,6 +69,7 @@ struct payload_limits {
     std::size_t max_header_bytes = 8192; ///< names and values of both together
     std::size_t max_body = 1 << 20;
     std::chrono::milliseconds max_timeout{std::chrono::minutes(10)};
+    friend bool operator==(const payload_limits&, const payload_limits&) = default;
 };
 
 /// Parses a callback object; throws payload_error. Headers the client sets itself (Host,

@@ -79,6 +79,9 @@ struct settings {
     /// third of it): after a crash, other nodes (or this one restarted) take its tasks back
     /// this long after. 0: 30 s, or 3 x callback_timeout when that is longer.
     std::chrono::milliseconds lease{0};
+
+    /// Every field equal (the flag tables' defaults are checked against settings{} with it).
+    friend bool operator==(const settings&, const settings&) = default;
 };
 
 /// What parse_settings() found.

@@ -60,6 +60,7 @@ struct validation_limits {
     std::size_t max_payload_bytes = 512 * 1024; ///< the serialized callback (the store's limit)
     std::uint32_t max_attempts = 1000;          ///< retry.attempts
     std::int64_t max_backoff_ms = 7LL * 24 * 3600 * 1000; ///< retry.base_ms and retry.cap_ms
+    friend bool operator==(const validation_limits&, const validation_limits&) = default;
 };
 
 /// A result reported by POST /v1/tasks/{id}/result for an attempt that answered 202.
