@@ -24,8 +24,8 @@
 #include <type_traits>
 #include <vector>
 
-#include "support/fixtures.hpp"
-#include "support/watchdog.hpp"
+#include <test/support/fixtures.hpp>
+#include <test/support/watchdog.hpp>
 
 namespace net = boost::asio;
 using namespace std::chrono_literals;
@@ -35,7 +35,7 @@ using clock_type = std::chrono::steady_clock;
 
 namespace {
 
-using timewheel::test_support::run;
+using timewheel::test::run;
 
 // A callback that records when it ran.
 struct recorder {
@@ -47,7 +47,7 @@ struct recorder {
     }
 };
 
-using timewheel::test_support::shutdown_context;
+using timewheel::test::shutdown_context;
 
 } // namespace
 

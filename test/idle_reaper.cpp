@@ -35,8 +35,8 @@
 #include <type_traits>
 #include <vector>
 
-#include "support/allocation_counter.hpp"
-#include "support/fixtures.hpp"
+#include <test/support/allocation_counter.hpp>
+#include <test/support/fixtures.hpp>
 
 namespace {
 
@@ -66,7 +66,7 @@ struct record {
     }
 };
 
-using timewheel::test_support::mentions;
+using timewheel::test::mentions;
 
 // --- Fake streams for close_lowest_layer ----------------------------------------------------
 
@@ -271,7 +271,7 @@ BOOST_AUTO_TEST_CASE(touch_allocates_nothing_and_runs_no_handler) {
     std::mt19937 random(7);
     std::uniform_int_distribution<std::size_t> pick(0, reapers.size() - 1);
     bool all_armed = true;
-    timewheel::test_support::allocation_counter counter;
+    timewheel::test::allocation_counter counter;
     for (int i = 0; i < 100'000; ++i) {
         all_armed = reapers[pick(random)].touch() && all_armed;
     }

@@ -57,7 +57,7 @@
 #include <utility>
 #include <vector>
 
-#include "support/seed.hpp"
+#include <test/support/seed.hpp>
 
 namespace {
 
@@ -81,7 +81,7 @@ constexpr clock_type::duration activity = 2 * timeout;
 
 std::uint32_t test_seed() {
     static const auto seed = static_cast<std::uint32_t>(
-        timewheel::test_support::seed_from_environment("idle_reaper_sockets", 20240606));
+        timewheel::test::seed_from_environment("idle_reaper_sockets", 20240606));
     return seed;
 }
 

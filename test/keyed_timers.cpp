@@ -18,14 +18,14 @@
 #include <thread>
 #include <vector>
 
-#include "support/allocation_counter.hpp"
+#include <test/support/allocation_counter.hpp>
 
 namespace {
 
 namespace net = boost::asio;
 using namespace std::chrono_literals;
 using clock_type = std::chrono::steady_clock;
-using timewheel::test_support::allocation_counter;
+using timewheel::test::allocation_counter;
 
 struct firing {
     int key;

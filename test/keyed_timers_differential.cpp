@@ -17,7 +17,7 @@
 #include <string_view>
 #include <vector>
 
-#include "support/seed.hpp"
+#include <test/support/seed.hpp>
 
 // Random keyed operations on a keyed_timers<std::string, uint64_t>, driven by real time in
 // short io_context runs, checked against a reference model (key -> deadline, value):
@@ -259,7 +259,7 @@ public:
 
 BOOST_AUTO_TEST_CASE(random_keyed_operations_match_the_model) {
     const std::uint64_t seed =
-        timewheel::test_support::seed_from_environment("keyed_timers_differential", 1);
+        timewheel::test::seed_from_environment("keyed_timers_differential", 1);
     differential<timewheel::default_key_hash<std::string>> spread(seed);
     spread.name_ = "default hash";
     spread.run();

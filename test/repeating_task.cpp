@@ -16,7 +16,7 @@
 #include <thread>
 #include <vector>
 
-#include "support/allocation_counter.hpp"
+#include <test/support/allocation_counter.hpp>
 
 namespace {
 
@@ -399,7 +399,7 @@ BOOST_AUTO_TEST_CASE(runs_allocate_nothing) {
     net::io_context io;
     int runs = 0;
     std::size_t allocated = 0;
-    timewheel::test_support::allocation_counter counter;
+    timewheel::test::allocation_counter counter;
     tw::repeating_task task;
     task = tw::repeat_every(io, 1ms, [&] {
         ++runs;

@@ -6,12 +6,12 @@
 //
 
 #define BOOST_TEST_MODULE support
-#include "support/allocation_counter.hpp"
+#include <test/support/allocation_counter.hpp>
 
 #include <boost/test/unit_test.hpp>
 
-#include "support/seed.hpp"
-#include "support/watchdog.hpp"
+#include <test/support/seed.hpp>
+#include <test/support/watchdog.hpp>
 
 #include <boost/asio/io_context.hpp>
 #include <boost/asio/post.hpp>
@@ -25,13 +25,13 @@
 #include <string>
 #include <thread>
 
-namespace test_support = timewheel::test_support;
+namespace ts = timewheel::test;
 using namespace std::chrono_literals;
 
 BOOST_AUTO_TEST_CASE(the_counter_counts_every_form_of_operator_new) {
     // Explicit calls, which the compiler may not elide as it may new-expressions.
     bool aligned = false;
-    const std::size_t counted = test_support::count_allocations([&aligned] {
+    const std::size_t counted = ts::count_allocations([&aligned] {
         void* p = ::operator new(24);
         void* q = ::operator new[](48);
         void* r = ::operator new (256, std::align_val_t{64});
@@ -50,10 +50,10 @@ BOOST_AUTO_TEST_CASE(the_counter_counts_every_form_of_operator_new) {
 }
 
 BOOST_AUTO_TEST_CASE(counters_nest_reset_and_see_other_threads) {
-    test_support::allocation_counter outer;
+    ts::allocation_counter outer;
     std::size_t inner_count = 0;
     {
-        test_support::allocation_counter inner;
+        ts::allocation_counter inner;
         void* p = ::operator new(sizeof(int)); // explicit: no new-expression to elide
         inner_count = inner.count();
         ::operator delete(p);
@@ -71,7 +71,7 @@ BOOST_AUTO_TEST_CASE(run_returns_when_the_io_context_has_no_work) {
     boost::asio::io_context io;
     int ran = 0;
     boost::asio::post(io, [&] { ++ran; });
-    test_support::run(io);
+    ts::run(io);
     BOOST_TEST(ran == 1);
 }
 
@@ -79,7 +79,7 @@ BOOST_AUTO_TEST_CASE(the_watchdog_stops_a_hung_io_context) {
     boost::asio::io_context io;
     bool stopped_in_time = false;
     {
-        test_support::watchdog dog(io, 1s);
+        ts::watchdog dog(io, 1s);
         // Endless work: a handler that posts itself. Without the watchdog, run() never returns.
         std::function<void()> again = [&] { boost::asio::post(io, again); };
         boost::asio::post(io, again);
@@ -91,13 +91,13 @@ BOOST_AUTO_TEST_CASE(the_watchdog_stops_a_hung_io_context) {
 
 BOOST_AUTO_TEST_CASE(the_seed_comes_from_the_environment_or_the_fallback) {
     ::unsetenv("TIMEWHEEL_SEED");
-    BOOST_TEST(test_support::seed_from_environment("support", 42) == 42u);
+    BOOST_TEST(ts::seed_from_environment("support", 42) == 42u);
     ::setenv("TIMEWHEEL_SEED", "20261122", 1);
-    BOOST_TEST(test_support::seed_from_environment("support", 42) == 20261122u);
+    BOOST_TEST(ts::seed_from_environment("support", 42) == 20261122u);
     for (const char* bad : {"12x", "-3", "0x10", "99999999999999999999999"}) {
         ::setenv("TIMEWHEEL_SEED", bad, 1);
         try {
-            test_support::seed_from_environment("support", 42);
+            ts::seed_from_environment("support", 42);
             BOOST_ERROR("TIMEWHEEL_SEED=" << bad << " was accepted");
         } catch (const std::invalid_argument& e) {
             BOOST_TEST(std::string(e.what()).find(bad) != std::string::npos);

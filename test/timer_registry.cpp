@@ -15,7 +15,7 @@
 #include <thread>
 #include <vector>
 
-#include "support/allocation_counter.hpp"
+#include <test/support/allocation_counter.hpp>
 
 namespace {
 
@@ -272,7 +272,7 @@ BOOST_AUTO_TEST_CASE(repeating_timers_allocate_nothing_per_run) {
     int others = 0;
     std::size_t allocated = 0;
     std::size_t cancelled = 0;
-    timewheel::test_support::allocation_counter counter;
+    timewheel::test::allocation_counter counter;
     timers.add_timer(0ms, 1ms, [&] {
         ++runs;
         if (runs == 20) { // warm

@@ -20,13 +20,13 @@
 #include <cstddef>
 #include <cstdint>
 
-#include "support/allocation_counter.hpp"
+#include <test/support/allocation_counter.hpp>
 
 namespace net = boost::asio;
 namespace tw = timewheel;
 using namespace std::chrono_literals;
 using cache_type = tw::ttl_cache<std::uint64_t, std::uint64_t>;
-using timewheel::test_support::count_allocations;
+using timewheel::test::count_allocations;
 
 namespace {
 
@@ -191,7 +191,7 @@ struct take_chain {
     std::uint64_t& sum;
     int remaining = 0;
     bool first = true;
-    tw::test_support::allocation_counter* counter = nullptr;
+    tw::test::allocation_counter* counter = nullptr;
     std::size_t counted = 0;
 
     void operator()() {
@@ -221,7 +221,7 @@ BOOST_AUTO_TEST_CASE(take_hit_allocates_nothing_once_warm) {
     cache_type cache(io, 1h, options);
     cache.set(1, 10);
     std::uint64_t sum = 0;
-    tw::test_support::allocation_counter counter;
+    tw::test::allocation_counter counter;
     take_chain chain{cache, sum, 0, true, &counter};
     const auto takes = [&](int n) {
         chain.remaining = n;

@@ -38,7 +38,7 @@
 #include <utility>
 #include <vector>
 
-#include "support/seed.hpp"
+#include <test/support/seed.hpp>
 
 namespace net = boost::asio;
 namespace tw = timewheel;
@@ -50,11 +50,11 @@ namespace {
 
 using cache_type = tw::ttl_cache<std::uint64_t, std::uint64_t>;
 
-using timewheel::test_support::env_number;
+using timewheel::test::env_number;
 
 std::uint64_t seed_of_run() {
-    static const std::uint64_t seed = timewheel::test_support::seed_from_environment(
-        "ttl_cache_differential", std::random_device{}());
+    static const std::uint64_t seed =
+        timewheel::test::seed_from_environment("ttl_cache_differential", std::random_device{}());
     return seed;
 }
 

@@ -19,11 +19,11 @@
 #include <new>
 #include <vector>
 
-#include "support/allocation_counter.hpp"
+#include <test/support/allocation_counter.hpp>
 
 namespace tw = timewheel;
 using tw::tick_type;
-using tw::test_support::count_allocations;
+using tw::test::count_allocations;
 
 namespace {
 

@@ -27,8 +27,8 @@
 #include <thread>
 #include <vector>
 
-#include "support/fixtures.hpp"
-#include "support/watchdog.hpp"
+#include <test/support/fixtures.hpp>
+#include <test/support/watchdog.hpp>
 
 namespace net = boost::asio;
 using namespace std::chrono_literals;
@@ -41,7 +41,7 @@ using clock_type = std::chrono::steady_clock;
 
 namespace {
 
-using timewheel::test_support::run;
+using timewheel::test::run;
 
 // Runs the io_context for a period even if it has no work.
 void run_idle_for(net::io_context& io, std::chrono::milliseconds period) {
@@ -50,8 +50,8 @@ void run_idle_for(net::io_context& io, std::chrono::milliseconds period) {
     io.run_for(period);
 }
 
-using timewheel::test_support::mentions;
-using timewheel::test_support::shutdown_context;
+using timewheel::test::mentions;
+using timewheel::test::shutdown_context;
 
 } // namespace
 
@@ -498,7 +498,7 @@ BOOST_AUTO_TEST_CASE(size_counts_armed_entries) {
 
 namespace {
 
-using timewheel::test_support::set_on_destruction;
+using timewheel::test::set_on_destruction;
 
 } // namespace
 

@@ -43,8 +43,8 @@
 #include <type_traits>
 #include <vector>
 
-#include "support/fixtures.hpp"
-#include "support/watchdog.hpp"
+#include <test/support/fixtures.hpp>
+#include <test/support/watchdog.hpp>
 
 namespace net = boost::asio;
 using namespace std::chrono_literals;
@@ -57,8 +57,8 @@ using clock_type = std::chrono::steady_clock;
 namespace {
 
 // Runs the io_context until it has no work, failing the test if that takes 30 s.
-using timewheel::test_support::run;
-using timewheel::test_support::watchdog;
+using timewheel::test::run;
+using timewheel::test::watchdog;
 
 void poll(net::io_context& io) {
     io.restart();
@@ -1394,7 +1394,7 @@ BOOST_AUTO_TEST_CASE(run_returns_after_the_last_expiry) {
 
 namespace {
 
-using timewheel::test_support::set_on_destruction;
+using timewheel::test::set_on_destruction;
 
 } // namespace
 

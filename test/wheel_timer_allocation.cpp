@@ -24,7 +24,7 @@
 #include <new>
 #include <vector>
 
-#include "support/allocation_counter.hpp"
+#include <test/support/allocation_counter.hpp>
 
 namespace net = boost::asio;
 using namespace std::chrono_literals;
@@ -45,7 +45,7 @@ struct cycle_state {
     int done = 0;
     long counted = -1;
     int errors = 0;
-    timewheel::test_support::allocation_counter counter;
+    timewheel::test::allocation_counter counter;
 
     // Call once per cycle; returns false when the measured cycles are over.
     bool next() {
@@ -382,7 +382,7 @@ BOOST_AUTO_TEST_CASE(inline_waits_allocate_nothing_not_even_aligned_alloc) {
         io.restart();
         BOOST_TEST(calls == 1);
     }
-    timewheel::test_support::allocation_counter counter;
+    timewheel::test::allocation_counter counter;
     wheel_timer t(io, 0ms);
     cycle_state state;
     state.measured = 0; // counted here, from the first wait on
@@ -411,7 +411,7 @@ BOOST_AUTO_TEST_CASE(batches_of_inline_waits_allocate_nothing_once_the_carriers_
     int calls = 0;
     std::size_t counted = 0;
     for (int round = 0; round < 3; ++round) {
-        timewheel::test_support::allocation_counter counter;
+        timewheel::test::allocation_counter counter;
         for (wheel_timer& t : timers) {
             t.expires_after(1h);
             t.async_wait(count_calls{&calls});

@@ -46,7 +46,8 @@
 #define TIMEWHEEL_DQ_BENCH_HAS_WORKER 1
 #endif
 
-#include "support/allocation_counter.hpp"
+#include <test/dq/support/forwarding_store.hpp>
+#include <test/support/allocation_counter.hpp>
 
 #include <boost/asio/io_context.hpp>
 #include <boost/asio/signal_set.hpp>
@@ -315,45 +316,21 @@ std::unique_ptr<dq::redis_store> make_store(net::io_context& io, const options& 
 
 // Counts what a worker's store calls cost: acks that came back `ok` (the throughput's end),
 // and the calls and their batch sizes. Forwards everything else.
-class counting_store final : public dq::store {
+class counting_store final : public timewheel::test::forwarding_store {
 public:
     explicit counting_store(dq::store& inner)
-        : inner_(inner) {}
+        : forwarding_store(inner) {}
 
     std::size_t acked = 0;
     double last_ack_ms = 0;
     std::size_t claims = 0, claimed = 0, starts = 0, started = 0, ack_calls = 0;
     std::function<void()> on_ack; // after each acknowledge completion
 
-    executor_type get_executor() const override { return inner_.get_executor(); }
-    const dq::limits& get_limits() const noexcept override { return inner_.get_limits(); }
-    void do_submit(dq::task t,
-                   handler<void(error_code, dq::submit_result, std::string)> h) override {
-        inner_.submit(std::move(t), std::move(h));
-    }
-    void do_cancel(std::string id, handler<void(error_code, dq::cancel_result)> h) override {
-        inner_.cancel(std::move(id), std::move(h));
-    }
-    void do_reschedule(std::string id, dq::due_time due, handler<void(error_code)> h) override {
-        inner_.reschedule(std::move(id), due, std::move(h));
-    }
-    void do_status(std::string id, handler<void(error_code, dq::task_status)> h) override {
-        inner_.status(std::move(id), std::move(h));
-    }
-    void do_list_dead(std::string cursor, std::size_t count,
-                      handler<void(error_code, dq::dead_page)> h) override {
-        inner_.list_dead(std::move(cursor), count, std::move(h));
-    }
-    void do_requeue_dead(std::string id, dq::due_time due, handler<void(error_code)> h) override {
-        inner_.requeue_dead(std::move(id), due, std::move(h));
-    }
-    void do_delete_dead(std::string id, handler<void(error_code)> h) override {
-        inner_.delete_dead(std::move(id), std::move(h));
-    }
+private:
     void do_claim(const dq::claim_options& opt,
                   handler<void(error_code, dq::claim_result)> h) override {
         ++claims;
-        inner_.claim(opt, [this, h = std::move(h)](error_code ec, dq::claim_result r) mutable {
+        inner().claim(opt, [this, h = std::move(h)](error_code ec, dq::claim_result r) mutable {
             claimed += r.tasks.size();
             std::move(h)(ec, std::move(r));
         });
@@ -362,16 +339,12 @@ public:
                   handler<void(error_code, std::vector<dq::start_result>)> h) override {
         ++starts;
         started += leases.size();
-        inner_.start(std::move(leases), std::move(h));
-    }
-    void do_renew(std::vector<dq::lease_ref> leases, dq::duration lease,
-                  handler<void(error_code, std::vector<dq::ack_result>)> h) override {
-        inner_.renew(std::move(leases), lease, std::move(h));
+        inner().start(std::move(leases), std::move(h));
     }
     void do_acknowledge(std::vector<dq::ack> acks,
                         handler<void(error_code, std::vector<dq::ack_result>)> h) override {
         ++ack_calls;
-        inner_.acknowledge(
+        inner().acknowledge(
             std::move(acks),
             [this, h = std::move(h)](error_code ec, std::vector<dq::ack_result> r) mutable {
                 if (!ec) {
@@ -385,16 +358,6 @@ public:
                 }
             });
     }
-    void do_release(std::vector<dq::lease_ref> leases, handler<void(error_code)> h) override {
-        inner_.release(std::move(leases), std::move(h));
-    }
-    void wait_wakeup(handler<void(error_code, dq::time_point)> h) override {
-        inner_.wait_wakeup(std::move(h));
-    }
-    void now(handler<void(error_code, dq::time_point)> h) override { inner_.now(std::move(h)); }
-
-private:
-    dq::store& inner_;
 };
 
 #ifdef TIMEWHEEL_DQ_BENCH_HAS_STORE
@@ -979,7 +942,7 @@ int worker_main(const options& o) {
     counted.on_ack = [&] {
         if (!warmed && counted.acked >= warm) {
             warmed = true;
-            allocs_at_warm = timewheel::test_support::allocations_so_far();
+            allocs_at_warm = timewheel::test::allocations_so_far();
             acked_at_warm = counted.acked;
         }
     };
@@ -1022,7 +985,7 @@ int worker_main(const options& o) {
     net::signal_set stop(io, SIGTERM, SIGINT);
     stop.async_wait([&](error_code, int) {
         progress.cancel();
-        const auto allocs = timewheel::test_support::allocations_so_far();
+        const auto allocs = timewheel::test::allocations_so_far();
         const double per_task = warmed && counted.acked > acked_at_warm
                                     ? static_cast<double>(allocs - allocs_at_warm) /
                                           static_cast<double>(counted.acked - acked_at_warm)

@@ -22,7 +22,7 @@
 
 #include <timewheel/redis/connection.hpp>
 
-#include "support/allocation_counter.hpp"
+#include <test/support/allocation_counter.hpp>
 
 #include <boost/asio/io_context.hpp>
 
@@ -170,7 +170,7 @@ struct bench {
         slots(1);
         std::vector<double> ms;
         ms.reserve(n);
-        const auto before = timewheel::test_support::allocations_so_far();
+        const auto before = timewheel::test::allocations_so_far();
         const auto start = clock_type::now();
         for (std::size_t i = 0; i < n; ++i) {
             bool done = false;
@@ -185,7 +185,7 @@ struct bench {
             ms.push_back(std::chrono::duration<double, std::milli>(clock_type::now() - t0).count());
         }
         const double seconds = std::chrono::duration<double>(clock_type::now() - start).count();
-        const auto allocs = timewheel::test_support::allocations_so_far() - before;
+        const auto allocs = timewheel::test::allocations_so_far() - before;
         double sum = 0;
         for (double m : ms) {
             sum += m;
@@ -213,9 +213,9 @@ int main(int argc, char** argv) {
             break;
         }
         b.batch(depth, std::min<std::size_t>(o.requests, 20000)); // warm this depth
-        const auto before = timewheel::test_support::allocations_so_far();
+        const auto before = timewheel::test::allocations_so_far();
         const double s = b.batch(depth, o.requests);
-        const auto allocs = timewheel::test_support::allocations_so_far() - before;
+        const auto allocs = timewheel::test::allocations_so_far() - before;
         report("set/batch", depth, o.requests, s, 0, 0, 0,
                static_cast<double>(allocs) / static_cast<double>(o.requests));
     }
@@ -224,9 +224,9 @@ int main(int argc, char** argv) {
             break;
         }
         b.window(depth, std::min<std::size_t>(o.requests, 20000));
-        const auto before = timewheel::test_support::allocations_so_far();
+        const auto before = timewheel::test::allocations_so_far();
         const double s = b.window(depth, o.requests);
-        const auto allocs = timewheel::test_support::allocations_so_far() - before;
+        const auto allocs = timewheel::test::allocations_so_far() - before;
         report("set/window", depth, o.requests, s, 0, 0, 0,
                static_cast<double>(allocs) / static_cast<double>(o.requests));
     }

@@ -21,7 +21,7 @@
 #include <time.h>
 
 #if !defined(TIMEWHEEL_BENCH_NO_ALLOCATION_COUNT)
-#include "support/allocation_counter.hpp"
+#include <test/support/allocation_counter.hpp>
 #endif
 
 namespace timewheel_bench {
@@ -32,7 +32,7 @@ inline std::uint64_t allocations() noexcept {
 #if defined(TIMEWHEEL_BENCH_NO_ALLOCATION_COUNT)
     return 0;
 #else
-    return timewheel::test_support::thread_allocations_so_far();
+    return timewheel::test::thread_allocations_so_far();
 #endif
 }
 

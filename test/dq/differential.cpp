@@ -13,11 +13,11 @@
 #define BOOST_TEST_MODULE dq_differential
 #include <boost/test/unit_test.hpp>
 
-#include "support/cluster_fixture.hpp"
-#include "support/differential.hpp"
-#include "support/redis_fixture.hpp"
-#include "support/seed.hpp"
-#include "support/store_calls.hpp"
+#include <test/dq/support/differential.hpp>
+#include <test/dq/support/store_calls.hpp>
+#include <test/redis/support/cluster_fixture.hpp>
+#include <test/redis/support/redis_fixture.hpp>
+#include <test/support/seed.hpp>
 
 #include <boost/asio/io_context.hpp>
 
@@ -28,14 +28,14 @@ namespace dq = timewheel::dq;
 namespace redis = timewheel::redis;
 using namespace std::chrono_literals;
 using boost::system::error_code;
-using dq_test::differential;
-using dq_test::differential_steps;
+using timewheel::test::differential;
+using timewheel::test::differential_steps;
 
 BOOST_AUTO_TEST_CASE(standalone_matches_the_model,
-                     *boost::unit_test::precondition(timewheel::test_support::redis_available())) {
+                     *boost::unit_test::precondition(timewheel::test::redis_available())) {
     const auto seed =
-        timewheel::test_support::seed_from_environment("dq_differential standalone", 20261123);
-    timewheel::test_support::redis_server server;
+        timewheel::test::seed_from_environment("dq_differential standalone", 20261123);
+    timewheel::test::redis_server server;
     boost::asio::io_context io;
     dq::redis_store_options o;
     o.name = "diff";
@@ -45,11 +45,10 @@ BOOST_AUTO_TEST_CASE(standalone_matches_the_model,
     differential(io, store, seed, differential_steps());
 }
 
-BOOST_AUTO_TEST_CASE(cluster_matches_the_model, *boost::unit_test::precondition(
-                                                    timewheel::test_support::cluster_available())) {
-    const auto seed =
-        timewheel::test_support::seed_from_environment("dq_differential cluster", 20261124);
-    timewheel::test_support::cluster_fixture cluster;
+BOOST_AUTO_TEST_CASE(cluster_matches_the_model,
+                     *boost::unit_test::precondition(timewheel::test::cluster_available())) {
+    const auto seed = timewheel::test::seed_from_environment("dq_differential cluster", 20261124);
+    timewheel::test::cluster_fixture cluster;
     boost::asio::io_context io;
     redis::cluster_config cfg;
     cfg.node.port = cluster.ports[1];
@@ -61,5 +60,5 @@ BOOST_AUTO_TEST_CASE(cluster_matches_the_model, *boost::unit_test::precondition(
         dq::redis_store store(io.get_executor(), cfg, o);
         differential(io, store, seed, differential_steps());
     }
-    timewheel::test_support::run_for(io, 50ms); // let the cluster close on the io_context's thread
+    timewheel::test::run_for(io, 50ms); // let the cluster close on the io_context's thread
 }

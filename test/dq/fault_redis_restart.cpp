@@ -8,7 +8,7 @@
 //
 
 #define BOOST_TEST_MODULE dq_fault_redis_restart
-#include "support/fault_env.hpp"
+#include <test/dq/support/fault_env.hpp>
 
 #include <timewheel/redis/error.hpp>
 
@@ -21,10 +21,10 @@
 namespace dq = timewheel::dq;
 namespace redis = timewheel::redis;
 using namespace std::chrono_literals;
-using timewheel::test_support::fault_env;
-using timewheel::test_support::redis_available;
-using timewheel::test_support::run_for;
-using timewheel::test_support::run_until;
+using timewheel::test::fault_env;
+using timewheel::test::redis_available;
+using timewheel::test::run_for;
+using timewheel::test::run_until;
 
 BOOST_AUTO_TEST_SUITE(fault_redis_restart, *boost::unit_test::precondition(redis_available()))
 
@@ -131,7 +131,7 @@ BOOST_AUTO_TEST_CASE(acknowledged_submits_survive_kill9_of_redis_and_run) {
         env.io(),
         [&] {
             run_for(env.io(), 100ms);
-            const auto per_id = timewheel::test_support::runs_per_id(env.runs());
+            const auto per_id = timewheel::test::runs_per_id(env.runs());
             never_ran = 0;
             for (const auto& id : all) {
                 never_ran += !per_id.contains(id);

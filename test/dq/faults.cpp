@@ -10,7 +10,7 @@
 //
 
 #define BOOST_TEST_MODULE dq_faults
-#include "support/fault_env.hpp"
+#include <test/dq/support/fault_env.hpp>
 
 #include <boost/test/unit_test.hpp>
 
@@ -24,15 +24,15 @@
 
 namespace dq = timewheel::dq;
 using namespace std::chrono_literals;
-using timewheel::test_support::faketime_available;
-using timewheel::test_support::fault_env;
-using timewheel::test_support::ids_of;
-using timewheel::test_support::make_tasks;
-using timewheel::test_support::redis_available;
-using timewheel::test_support::run_for;
-using timewheel::test_support::run_record;
-using timewheel::test_support::runs_per_id;
-using timewheel::test_support::worker_spec;
+using timewheel::test::faketime_available;
+using timewheel::test::fault_env;
+using timewheel::test::ids_of;
+using timewheel::test::make_tasks;
+using timewheel::test::redis_available;
+using timewheel::test::run_for;
+using timewheel::test::run_record;
+using timewheel::test::runs_per_id;
+using timewheel::test::worker_spec;
 
 namespace {
 
@@ -43,7 +43,7 @@ std::int64_t ms(dq::time_point t) {
 /// Waits (running the io_context) until `pred()` over the logged runs holds.
 template <typename Pred>
 bool wait_runs(fault_env& env, Pred pred, std::chrono::seconds limit = 60s) {
-    return timewheel::test_support::run_until(
+    return timewheel::test::run_until(
         env.io(),
         [&] {
             run_for(env.io(), 20ms);
@@ -87,7 +87,7 @@ BOOST_AUTO_TEST_CASE(the_process_helper_delivers_its_signals) {
     const auto out = dir / ("timewheel-dq-process-" + std::to_string(::getpid()) + ".out");
     std::filesystem::remove(out);
     {
-        timewheel::test_support::child_process p({.argv = {"/bin/sleep", "60"}, .output = out});
+        timewheel::test::child_process p({.argv = {"/bin/sleep", "60"}, .output = out});
         BOOST_TEST(p.running());
         p.stop();
         p.cont();
@@ -97,13 +97,13 @@ BOOST_AUTO_TEST_CASE(the_process_helper_delivers_its_signals) {
         BOOST_TEST(p.exit_status() == -SIGKILL);
     }
     {
-        timewheel::test_support::child_process p({.argv = {"/bin/sleep", "60"}, .output = out});
+        timewheel::test::child_process p({.argv = {"/bin/sleep", "60"}, .output = out});
         p.terminate();
         BOOST_TEST(p.wait(10s));
         BOOST_TEST(p.exit_status() == -SIGTERM);
     }
     {
-        timewheel::test_support::child_process p(
+        timewheel::test::child_process p(
             {.argv = {"/bin/sh", "-c", "echo out; echo err >&2; exit 3"}, .output = out});
         BOOST_TEST(p.wait(10s));
         BOOST_TEST(p.exit_status() == 3);
@@ -123,11 +123,10 @@ BOOST_AUTO_TEST_CASE(libfaketime_skews_the_worker_clock_and_keeps_intervals_true
             const auto out = dir / ("timewheel-dq-clocks-" + std::to_string(::getpid()) + ".out");
             std::filesystem::remove(out);
             const auto before = std::chrono::system_clock::now();
-            timewheel::test_support::child_process p(
-                {.argv = {TIMEWHEEL_DQ_TEST_WORKER, "--print-clocks"},
-                 .output = out,
-                 .faketime = skew,
-                 .preload = {TIMEWHEEL_DQ_TEST_TIMERFD}});
+            timewheel::test::child_process p({.argv = {TIMEWHEEL_DQ_TEST_WORKER, "--print-clocks"},
+                                              .output = out,
+                                              .faketime = skew,
+                                              .preload = {TIMEWHEEL_DQ_TEST_TIMERFD}});
             BOOST_TEST_REQUIRE(p.wait(30s));
             const auto after = std::chrono::system_clock::now();
             BOOST_TEST_REQUIRE(p.exit_status() == 0, p.output());
@@ -173,7 +172,7 @@ BOOST_AUTO_TEST_CASE(the_worker_process_stops_gracefully_on_sigterm) {
     w.terminate();
     BOOST_TEST_REQUIRE(w.wait(30s));
     BOOST_TEST(w.exit_status() == 0, "exit status " << w.exit_status() << ":\n" << w.output());
-    const auto c = timewheel::test_support::read_counters(env.counters_path("w"));
+    const auto c = timewheel::test::read_counters(env.counters_path("w"));
     BOOST_TEST(c.at("runs") == 20);
     BOOST_TEST(c.at("acks_ok") == 20);
     BOOST_TEST(c.at("acks_stale") == 0);
@@ -447,8 +446,7 @@ BOOST_AUTO_TEST_CASE(a_cancel_acknowledged_before_the_due_time_means_it_never_ru
                 ++answered;
             });
     }
-    BOOST_TEST_REQUIRE(
-        timewheel::test_support::run_until(env.io(), [&] { return answered == n / 2; }));
+    BOOST_TEST_REQUIRE(timewheel::test::run_until(env.io(), [&] { return answered == n / 2; }));
     BOOST_TEST_REQUIRE(ms(env.store_now()) < ms(now + 3s)); // acknowledged before the due time
 
     std::vector<std::string> kept;
@@ -509,7 +507,7 @@ BOOST_AUTO_TEST_CASE(retries_follow_the_policy_then_the_task_is_dead_and_can_be_
     // While they retry, watch the store: a task waiting for its n-th retry is due within
     // [0, min(cap, base * 2^(n-1))] of when its attempt was acknowledged (its `updated`).
     std::size_t observed = 0;
-    const bool all_dead = timewheel::test_support::run_until(
+    const bool all_dead = timewheel::test::run_until(
         env.io(),
         [&] {
             std::size_t dead = 0;
@@ -583,7 +581,7 @@ BOOST_AUTO_TEST_CASE(retries_follow_the_policy_then_the_task_is_dead_and_can_be_
                                         cursor = page.cursor;
                                         done = true;
                                     });
-        BOOST_TEST_REQUIRE(timewheel::test_support::run_until(env.io(), [&] { return done; }));
+        BOOST_TEST_REQUIRE(timewheel::test::run_until(env.io(), [&] { return done; }));
     } while (!cursor.empty() && ++pages < 100);
     BOOST_TEST(listed == std::set<std::string>(ids.begin(), ids.end()));
 
@@ -598,8 +596,7 @@ BOOST_AUTO_TEST_CASE(retries_follow_the_policy_then_the_task_is_dead_and_can_be_
         BOOST_TEST(!ec, ec.message());
         deleted = true;
     });
-    BOOST_TEST_REQUIRE(
-        timewheel::test_support::run_until(env.io(), [&] { return requeued && deleted; }));
+    BOOST_TEST_REQUIRE(timewheel::test::run_until(env.io(), [&] { return requeued && deleted; }));
     BOOST_TEST(!env.status("t2").has_value());
     const auto again = env.status("t0");
     BOOST_TEST_REQUIRE(again.has_value());

@@ -12,8 +12,8 @@
 #define BOOST_TEST_MODULE dq_redis_store
 #include <boost/test/unit_test.hpp>
 
-#include "support/redis_fixture.hpp"
-#include "support/store_cases.hpp"
+#include <test/dq/support/store_cases.hpp>
+#include <test/redis/support/redis_fixture.hpp>
 
 #include <timewheel/redis/error.hpp>
 
@@ -31,8 +31,8 @@
 
 namespace dq = timewheel::dq;
 namespace redis = timewheel::redis;
-using timewheel::test_support::redis_available;
-using timewheel::test_support::redis_server;
+using timewheel::test::redis_available;
+using timewheel::test::redis_server;
 using namespace std::chrono_literals;
 using boost::system::error_code;
 
@@ -58,7 +58,7 @@ redis_server& server() {
     return *instance;
 }
 
-struct fixture : dq_test::store_fixture {
+struct fixture : timewheel::test::store_fixture {
     explicit fixture(dq::redis_store_options opt = small()) {
         server().command(resp_command({"FLUSHALL"}));
         store =
@@ -80,13 +80,13 @@ struct fixture : dq_test::store_fixture {
     }
 };
 
-std::unique_ptr<dq_test::store_fixture> make_fixture(dq::limits limits) {
+std::unique_ptr<timewheel::test::store_fixture> make_fixture(dq::limits limits) {
     auto o = fixture::small();
     o.limits = limits;
     return std::make_unique<fixture>(o);
 }
 
-using dq_test::make;
+using timewheel::test::make;
 
 } // namespace
 
@@ -239,7 +239,7 @@ BOOST_AUTO_TEST_CASE(with_a_subscription_claims_reach_every_shard_and_see_other_
     // and f's periodic full visits do.
     dq::redis_store producer(f.io.get_executor(), server().config(), opt);
     auto submit_other = [&](dq::task t) {
-        auto [ec, r, id] = dq_test::call<dq::submit_result, std::string>(
+        auto [ec, r, id] = timewheel::test::call<dq::submit_result, std::string>(
             f.io, [&](auto h) { producer.submit(std::move(t), std::move(h)); });
         BOOST_REQUIRE(!ec);
     };
@@ -252,8 +252,8 @@ BOOST_AUTO_TEST_CASE(with_a_subscription_claims_reach_every_shard_and_see_other_
         });
     };
     listen();
-    timewheel::test_support::run_for(f.io, 300ms); // let the subscription reach the server
-    BOOST_TEST(f.claim_ok().tasks.empty());        // every shard now cached as empty
+    timewheel::test::run_for(f.io, 300ms);  // let the subscription reach the server
+    BOOST_TEST(f.claim_ok().tasks.empty()); // every shard now cached as empty
 
     // A hot shard with many old tasks, and one task in each other shard: small claims take
     // them all (no shard waits behind the hot one for ever).
@@ -280,7 +280,7 @@ BOOST_AUTO_TEST_CASE(with_a_subscription_claims_reach_every_shard_and_see_other_
     dq::claim_options o;
     o.batch = 4;
     for (int round = 0; round < 200 && got.size() < want.size(); ++round) {
-        timewheel::test_support::run_for(f.io, 1ms); // deliver the wake-ups
+        timewheel::test::run_for(f.io, 1ms); // deliver the wake-ups
         for (const auto& t : f.claim_ok(o).tasks) {
             BOOST_TEST(!got.count(t.id));
             got.insert(t.id);
@@ -350,7 +350,7 @@ BOOST_AUTO_TEST_CASE(the_shard_count_is_fixed_at_first_use) {
     auto o = fixture::small();
     o.shards = 8;
     dq::redis_store other(f.io.get_executor(), server().config(), o);
-    auto [ec, r, id] = dq_test::call<dq::submit_result, std::string>(
+    auto [ec, r, id] = timewheel::test::call<dq::submit_result, std::string>(
         f.io, [&](auto h) { other.submit(make("b", 1s), std::move(h)); });
     BOOST_TEST(ec == error_code(dq::error::not_configured));
 }
@@ -364,7 +364,7 @@ BOOST_AUTO_TEST_CASE(redis_out_of_memory_fails_the_submit_and_writes_nothing) {
     std::string failed_id;
     for (int i = 0; i < 100000 && !failure; ++i) {
         auto t = make("k" + std::to_string(i), 0ms, std::string(2000, 'x'));
-        auto [ec, r, id] = dq_test::call<dq::submit_result, std::string>(
+        auto [ec, r, id] = timewheel::test::call<dq::submit_result, std::string>(
             io, [&](auto h) { store.submit(t, std::move(h)); });
         if (ec) {
             failure = ec;
@@ -375,8 +375,8 @@ BOOST_AUTO_TEST_CASE(redis_out_of_memory_fails_the_submit_and_writes_nothing) {
     }
     BOOST_TEST(failure == error_code(dq::error::store_full), failure.message());
     BOOST_TEST(created > 0);
-    auto [ec, st] =
-        dq_test::call<dq::task_status>(io, [&](auto h) { store.status(failed_id, std::move(h)); });
+    auto [ec, st] = timewheel::test::call<dq::task_status>(
+        io, [&](auto h) { store.status(failed_id, std::move(h)); });
     BOOST_TEST(ec == error_code(dq::error::not_found));
     long long delayed = 0;
     for (int s = 0; s < 4; ++s) {
@@ -384,8 +384,8 @@ BOOST_AUTO_TEST_CASE(redis_out_of_memory_fails_the_submit_and_writes_nothing) {
     }
     BOOST_TEST(delayed == created);
     // Cancelling still works (it frees memory).
-    auto [cec, cr] =
-        dq_test::call<dq::cancel_result>(io, [&](auto h) { store.cancel("k0", std::move(h)); });
+    auto [cec, cr] = timewheel::test::call<dq::cancel_result>(
+        io, [&](auto h) { store.cancel("k0", std::move(h)); });
     BOOST_TEST(!cec, cec.message());
     BOOST_TEST((cr == dq::cancel_result::cancelled));
 }
@@ -393,15 +393,15 @@ BOOST_AUTO_TEST_CASE(redis_out_of_memory_fails_the_submit_and_writes_nothing) {
 BOOST_AUTO_TEST_CASE(an_unreachable_server_fails_after_the_request_timeout) {
     boost::asio::io_context io;
     redis::config cfg;
-    cfg.port = timewheel::test_support::free_port(); // nobody listens there
+    cfg.port = timewheel::test::free_port(); // nobody listens there
     cfg.request_timeout = 300ms;
     cfg.connect_timeout = 100ms;
     dq::redis_store store(io.get_executor(), cfg, fixture::small());
-    auto [ec, r, id] = dq_test::call<dq::submit_result, std::string>(
+    auto [ec, r, id] = timewheel::test::call<dq::submit_result, std::string>(
         io, [&](auto h) { store.submit(make("a"), std::move(h)); });
     BOOST_TEST(ec == error_code(redis::error::request_timeout), ec.message());
     auto [ec2, c] =
-        dq_test::call<dq::claim_result>(io, [&](auto h) { store.claim({}, std::move(h)); });
+        timewheel::test::call<dq::claim_result>(io, [&](auto h) { store.claim({}, std::move(h)); });
     BOOST_TEST(ec2 == error_code(redis::error::request_timeout), ec2.message());
 }
 

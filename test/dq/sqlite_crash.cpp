@@ -13,9 +13,9 @@
 #define BOOST_TEST_MODULE dq_sqlite_crash
 #include <boost/test/unit_test.hpp>
 
-#include "support/process.hpp"
-#include "support/sqlite_file.hpp"
-#include "support/store_calls.hpp"
+#include <test/dq/support/sqlite_file.hpp>
+#include <test/dq/support/store_calls.hpp>
+#include <test/support/process.hpp>
 
 #include <boost/asio/io_context.hpp>
 
@@ -54,10 +54,10 @@ std::vector<std::string> complete_lines(const std::filesystem::path& p) {
 BOOST_AUTO_TEST_CASE(every_acknowledged_submit_survives_a_kill_9_and_runs) {
     for (const std::size_t kill_after : {300u, 1500u, 4000u}) {
         BOOST_TEST_CONTEXT("killed after " << kill_after << " acknowledgements") {
-            dq_test::temp_dir dir;
+            timewheel::test::temp_dir dir;
             const auto db = dir.file("q.db");
             const auto out = dir.path() / "acked.txt";
-            timewheel::test_support::child_process child(
+            timewheel::test::child_process child(
                 {.argv = {TIMEWHEEL_DQ_TEST_SQLITE_SUBMITTER, db}, .output = out});
             const auto limit = std::chrono::steady_clock::now() + 120s;
             while (complete_lines(out).size() < kill_after &&
@@ -75,7 +75,7 @@ BOOST_AUTO_TEST_CASE(every_acknowledged_submit_survives_a_kill_9_and_runs) {
             dq::sqlite_store store(io.get_executor(), opt);
             for (const auto& id : acked) {
                 BOOST_REQUIRE_MESSAGE(id.starts_with("k"), "not an id: " << id);
-                auto [ec, st] = dq_test::call<dq::task_status>(
+                auto [ec, st] = timewheel::test::call<dq::task_status>(
                     io, [&](auto h) { store.status(id, std::move(h)); });
                 BOOST_REQUIRE_MESSAGE(!ec, id << ": " << ec.message());
                 BOOST_TEST(st.payload == "payload of " + id);
@@ -89,7 +89,7 @@ BOOST_AUTO_TEST_CASE(every_acknowledged_submit_survives_a_kill_9_and_runs) {
                 j.succeed();
             });
             w.start();
-            BOOST_REQUIRE(timewheel::test_support::run_until(
+            BOOST_REQUIRE(timewheel::test::run_until(
                 io,
                 [&] {
                     return std::all_of(acked.begin(), acked.end(),
@@ -99,7 +99,7 @@ BOOST_AUTO_TEST_CASE(every_acknowledged_submit_survives_a_kill_9_and_runs) {
             std::optional<error_code> stopped;
             w.async_stop(std::chrono::steady_clock::now() + 10s,
                          [&](error_code ec) { stopped = ec; });
-            BOOST_REQUIRE(timewheel::test_support::run_until(
+            BOOST_REQUIRE(timewheel::test::run_until(
                 io, [&] { return stopped.has_value(); }, 60s));
             BOOST_TEST_MESSAGE(acked.size() << " acknowledged, " << ran.size() << " ran");
         }

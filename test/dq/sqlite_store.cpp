@@ -13,10 +13,10 @@
 #define BOOST_TEST_MODULE dq_sqlite_store
 #include <boost/test/unit_test.hpp>
 
-#include "support/differential.hpp"
-#include "support/sqlite_file.hpp"
-#include "support/stopped_thread.hpp"
-#include "support/store_cases.hpp"
+#include <test/dq/support/differential.hpp>
+#include <test/dq/support/sqlite_file.hpp>
+#include <test/dq/support/store_cases.hpp>
+#include <test/support/stopped_thread.hpp>
 
 #include <boost/asio/executor_work_guard.hpp>
 #include <boost/asio/io_context.hpp>
@@ -38,12 +38,12 @@
 namespace dq = timewheel::dq;
 using namespace std::chrono_literals;
 using boost::system::error_code;
-using dq_test::make;
+using timewheel::test::make;
 
 namespace {
 
-struct fixture : dq_test::store_fixture {
-    dq_test::temp_dir dir;
+struct fixture : timewheel::test::store_fixture {
+    timewheel::test::temp_dir dir;
     dq::sqlite_store_options opt;
 
     explicit fixture(dq::limits limits = {}) {
@@ -58,14 +58,14 @@ struct fixture : dq_test::store_fixture {
     // Rows in the file, read behind the store's back (closed meanwhile, then reopened).
     long long rows(const std::string& table) {
         store.reset();
-        const auto n = dq_test::sqlite_scalar(opt.path, "SELECT count(*) FROM " + table);
+        const auto n = timewheel::test::sqlite_scalar(opt.path, "SELECT count(*) FROM " + table);
         open();
         return n;
     }
     long long task_keys() override { return rows("tasks") + rows("log"); }
 };
 
-std::unique_ptr<dq_test::store_fixture> make_fixture(dq::limits limits) {
+std::unique_ptr<timewheel::test::store_fixture> make_fixture(dq::limits limits) {
     return std::make_unique<fixture>(limits);
 }
 
@@ -76,12 +76,11 @@ BOOST_AUTO_TEST_SUITE(sqlite_store)
 DQ_TEST_STORE_CASES(make_fixture)
 
 BOOST_AUTO_TEST_CASE(matches_the_model) {
-    const auto seed =
-        timewheel::test_support::seed_from_environment("dq_sqlite_store differential", 6);
+    const auto seed = timewheel::test::seed_from_environment("dq_sqlite_store differential", 6);
     fixture f;
     // More steps than on Redis (each is cheaper here): a cancel that finds its task still
     // delayed or prefetched is rare, and the run must meet one.
-    dq_test::differential(f.io, *f.store, seed, dq_test::differential_steps(1500));
+    timewheel::test::differential(f.io, *f.store, seed, timewheel::test::differential_steps(1500));
 }
 
 BOOST_AUTO_TEST_CASE(everything_survives_a_reopen) {
@@ -115,7 +114,8 @@ BOOST_AUTO_TEST_CASE(everything_survives_a_reopen) {
     BOOST_REQUIRE(!ec);
     BOOST_REQUIRE_EQUAL(page.entries.size(), 1u);
     BOOST_TEST(page.entries[0].last_error == "bad");
-    BOOST_TEST(dq_test::sqlite_scalar(f.opt.path, "SELECT 1") == 1); // (closed by status: no)
+    BOOST_TEST(timewheel::test::sqlite_scalar(f.opt.path, "SELECT 1") ==
+               1); // (closed by status: no)
 }
 
 BOOST_AUTO_TEST_CASE(submits_in_flight_together_share_transactions) {
@@ -130,7 +130,7 @@ BOOST_AUTO_TEST_CASE(submits_in_flight_together_share_transactions) {
                             ++done;
                         });
     }
-    BOOST_REQUIRE(timewheel::test_support::run_until(
+    BOOST_REQUIRE(timewheel::test::run_until(
         f.io, [&] { return done == n; }, 60s));
     const auto s = f.sqlite().stats();
     BOOST_TEST(s.operations == std::uint64_t(n));
@@ -169,7 +169,7 @@ BOOST_AUTO_TEST_CASE(finished_and_dead_tasks_are_forgotten_beyond_their_count) {
 
 BOOST_AUTO_TEST_CASE(a_path_that_cannot_be_opened_is_a_clear_error) {
     boost::asio::io_context io;
-    dq_test::temp_dir dir;
+    timewheel::test::temp_dir dir;
     dq::sqlite_store_options o;
     o.path = dir.file("missing/dir/q.db");
     try {
@@ -186,7 +186,7 @@ BOOST_AUTO_TEST_CASE(a_path_that_cannot_be_opened_is_a_clear_error) {
 
 BOOST_AUTO_TEST_CASE(a_file_that_is_not_a_database_is_a_clear_error) {
     boost::asio::io_context io;
-    dq_test::temp_dir dir;
+    timewheel::test::temp_dir dir;
     dq::sqlite_store_options o;
     o.path = dir.file("garbage.db");
     {
@@ -215,7 +215,8 @@ BOOST_AUTO_TEST_CASE(a_newer_schema_is_refused_and_left_alone) {
     fixture f;
     BOOST_TEST(!std::get<0>(f.submit(make("a", 1h))));
     f.store.reset();
-    dq_test::sqlite_scalar(f.opt.path, "UPDATE meta SET value = 99 WHERE key = 'schema_version'");
+    timewheel::test::sqlite_scalar(f.opt.path,
+                                   "UPDATE meta SET value = 99 WHERE key = 'schema_version'");
     try {
         dq::sqlite_store s(f.io.get_executor(), f.opt);
         BOOST_FAIL("opened a file of a newer schema");
@@ -223,7 +224,7 @@ BOOST_AUTO_TEST_CASE(a_newer_schema_is_refused_and_left_alone) {
         BOOST_TEST_MESSAGE(e.what());
         BOOST_TEST(std::string(e.what()).find("schema version 99") != std::string::npos);
     }
-    BOOST_TEST(dq_test::sqlite_scalar(f.opt.path, "SELECT count(*) FROM tasks") == 1);
+    BOOST_TEST(timewheel::test::sqlite_scalar(f.opt.path, "SELECT count(*) FROM tasks") == 1);
 }
 
 BOOST_AUTO_TEST_CASE(a_closed_store_aborts_operations_and_the_wait) {
@@ -233,13 +234,13 @@ BOOST_AUTO_TEST_CASE(a_closed_store_aborts_operations_and_the_wait) {
     f.sqlite().close();
     auto [ec, r, id] = f.submit(make("a"));
     BOOST_TEST(ec == error_code(boost::asio::error::operation_aborted));
-    BOOST_REQUIRE(timewheel::test_support::run_until(
+    BOOST_REQUIRE(timewheel::test::run_until(
         f.io, [&] { return waited.has_value(); }, 10s));
     BOOST_TEST(*waited == error_code(boost::asio::error::operation_aborted));
 }
 
 BOOST_AUTO_TEST_CASE(stores_sharing_a_database_complete_on_their_own_threads) {
-    dq_test::temp_dir dir;
+    timewheel::test::temp_dir dir;
     // Two io_contexts, each run by a thread of its own, as timewheeld's threads are.
     boost::asio::io_context io1;
     boost::asio::io_context io2;
@@ -294,20 +295,20 @@ BOOST_AUTO_TEST_CASE(stores_sharing_a_database_complete_on_their_own_threads) {
     t1.join();
     t2.join();
     // Closed for good: the file is free, and holds both tasks.
-    BOOST_TEST(dq_test::sqlite_scalar(dir.file("q.db"), "SELECT count(*) FROM tasks") == 2);
+    BOOST_TEST(timewheel::test::sqlite_scalar(dir.file("q.db"), "SELECT count(*) FROM tasks") == 2);
 }
 
 BOOST_AUTO_TEST_CASE(the_probe_is_a_round_trip_to_the_writer_thread) {
     fixture f;
     const auto before = std::chrono::floor<dq::duration>(std::chrono::system_clock::now());
     auto [ec, t] =
-        dq_test::call<dq::time_point>(f.io, [&](auto h) { f.store->probe(std::move(h)); });
+        timewheel::test::call<dq::time_point>(f.io, [&](auto h) { f.store->probe(std::move(h)); });
     BOOST_TEST(!ec);
     BOOST_TEST((t >= before));
     // It goes to the thread (where now() reads the clock): a closed store cannot answer it.
     f.sqlite().close();
     auto [closed, t2] =
-        dq_test::call<dq::time_point>(f.io, [&](auto h) { f.store->probe(std::move(h)); });
+        timewheel::test::call<dq::time_point>(f.io, [&](auto h) { f.store->probe(std::move(h)); });
     BOOST_TEST(closed == error_code(boost::asio::error::operation_aborted));
 }
 
@@ -317,26 +318,26 @@ BOOST_AUTO_TEST_CASE(operations_fail_in_time_while_the_writer_thread_is_stuck) {
     f.opt.operation_timeout = 300ms;
     f.open();
     BOOST_TEST_REQUIRE(!std::get<0>(f.submit(make("a", 1h))));
-    const pid_t writer = timewheel::test_support::thread_named(::getpid(), "tw-dq-sqlite");
+    const pid_t writer = timewheel::test::thread_named(::getpid(), "tw-dq-sqlite");
     BOOST_TEST_REQUIRE(writer > 0);
     {
         // As a write or an fsync that does not return: everything queued behind it fails
-        // with store_timeout instead of waiting (the 60 s of dq_test::call: a hang).
-        timewheel::test_support::stopped_thread_by_child stuck(writer);
+        // with store_timeout instead of waiting (the 60 s of timewheel::test::call: a hang).
+        timewheel::test::stopped_thread_by_child stuck(writer);
         const auto [submitted, r, id] = f.submit(make("b", 1h));
         BOOST_TEST(submitted == error_code(dq::error::store_timeout));
-        const auto [probed, t] =
-            dq_test::call<dq::time_point>(f.io, [&](auto h) { f.store->probe(std::move(h)); });
+        const auto [probed, t] = timewheel::test::call<dq::time_point>(
+            f.io, [&](auto h) { f.store->probe(std::move(h)); });
         BOOST_TEST(probed == error_code(dq::error::store_timeout));
-        const auto [read, st] = dq_test::call<dq::task_status>(
+        const auto [read, st] = timewheel::test::call<dq::task_status>(
             f.io, [&](auto h) { f.store->status("a", std::move(h)); });
         BOOST_TEST(read == error_code(dq::error::store_timeout));
     }
     // Running again: what was there still is; the submit that timed out in the queue never
     // ran; new operations work.
     BOOST_TEST(f.status_ok("a").state == dq::task_state::delayed);
-    const auto [missing, st] =
-        dq_test::call<dq::task_status>(f.io, [&](auto h) { f.store->status("b", std::move(h)); });
+    const auto [missing, st] = timewheel::test::call<dq::task_status>(
+        f.io, [&](auto h) { f.store->status("b", std::move(h)); });
     BOOST_TEST(missing == error_code(dq::error::not_found));
     BOOST_TEST(!std::get<0>(f.submit(make("c", 1h))));
 }

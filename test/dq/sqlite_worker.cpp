@@ -13,8 +13,8 @@
 #define BOOST_TEST_MODULE dq_sqlite_worker
 #include <boost/test/unit_test.hpp>
 
-#include "support/sqlite_file.hpp"
-#include "support/worker_cases.hpp"
+#include <test/dq/support/sqlite_file.hpp>
+#include <test/dq/support/worker_cases.hpp>
 
 #include <memory>
 
@@ -22,8 +22,8 @@ namespace dq = timewheel::dq;
 
 namespace {
 
-struct fixture : dq_test::worker_fixture {
-    dq_test::temp_dir dir;
+struct fixture : timewheel::test::worker_fixture {
+    timewheel::test::temp_dir dir;
 
     fixture() {
         dq::sqlite_store_options o;
@@ -33,7 +33,7 @@ struct fixture : dq_test::worker_fixture {
     ~fixture() override { store.reset(); }
 };
 
-std::unique_ptr<dq_test::worker_fixture> make_fixture() {
+std::unique_ptr<timewheel::test::worker_fixture> make_fixture() {
     return std::make_unique<fixture>();
 }
 

@@ -16,10 +16,11 @@
 #define BOOST_TEST_MODULE dq_worker
 #include <boost/test/unit_test.hpp>
 
-#include "support/allocation_counter.hpp"
-#include "support/redis_fixture.hpp"
-#include "support/store_calls.hpp"
-#include "support/worker_cases.hpp"
+#include <test/dq/support/forwarding_store.hpp>
+#include <test/dq/support/store_calls.hpp>
+#include <test/dq/support/worker_cases.hpp>
+#include <test/redis/support/redis_fixture.hpp>
+#include <test/support/allocation_counter.hpp>
 
 #include <timewheel/dq/queue.hpp>
 #include <timewheel/dq/redis_store.hpp>
@@ -39,9 +40,9 @@
 #include <vector>
 
 namespace dq = timewheel::dq;
-using timewheel::test_support::redis_available;
-using timewheel::test_support::redis_server;
-using timewheel::test_support::run_until;
+using timewheel::test::redis_available;
+using timewheel::test::redis_server;
+using timewheel::test::run_until;
 using namespace std::chrono_literals;
 using boost::system::error_code;
 
@@ -71,40 +72,21 @@ dq::redis_store_options small_queue() {
 // A store decorator whose claims report the store's time `skew` later than it is: a worker
 // trusting that sample fires early, and only the store's own check keeps the task waiting.
 // It also counts the claims in flight (with a skew of 0 it only watches).
-class lying_clock_store final : public dq::store {
+class lying_clock_store final : public timewheel::test::forwarding_store {
 public:
     lying_clock_store(dq::store& inner, dq::duration skew)
-        : inner_(inner)
+        : forwarding_store(inner)
         , skew_(skew) {}
-    executor_type get_executor() const override { return inner_.get_executor(); }
-    const dq::limits& get_limits() const noexcept override { return inner_.get_limits(); }
-    void do_submit(dq::task t,
-                   handler<void(error_code, dq::submit_result, std::string)> h) override {
-        inner_.submit(std::move(t), std::move(h));
-    }
-    void do_cancel(std::string id, handler<void(error_code, dq::cancel_result)> h) override {
-        inner_.cancel(std::move(id), std::move(h));
-    }
-    void do_reschedule(std::string id, dq::due_time d, handler<void(error_code)> h) override {
-        inner_.reschedule(std::move(id), d, std::move(h));
-    }
-    void do_status(std::string id, handler<void(error_code, dq::task_status)> h) override {
-        inner_.status(std::move(id), std::move(h));
-    }
-    void do_list_dead(std::string c, std::size_t n,
-                      handler<void(error_code, dq::dead_page)> h) override {
-        inner_.list_dead(std::move(c), n, std::move(h));
-    }
-    void do_requeue_dead(std::string id, dq::due_time d, handler<void(error_code)> h) override {
-        inner_.requeue_dead(std::move(id), d, std::move(h));
-    }
-    void do_delete_dead(std::string id, handler<void(error_code)> h) override {
-        inner_.delete_dead(std::move(id), std::move(h));
-    }
+
+    std::size_t too_early_ = 0;
+    std::size_t claims_in_flight_ = 0;
+    std::size_t most_claims_in_flight_ = 0;
+
+private:
     void do_claim(const dq::claim_options& o,
                   handler<void(error_code, dq::claim_result)> h) override {
         most_claims_in_flight_ = std::max(most_claims_in_flight_, ++claims_in_flight_);
-        inner_.claim(o, [this, h = std::move(h)](error_code ec, dq::claim_result r) mutable {
+        inner().claim(o, [this, h = std::move(h)](error_code ec, dq::claim_result r) mutable {
             --claims_in_flight_;
             r.server_time += skew_;
             if (r.next_due) {
@@ -115,40 +97,19 @@ public:
     }
     void do_start(std::vector<dq::lease_ref> l,
                   handler<void(error_code, std::vector<dq::start_result>)> h) override {
-        inner_.start(std::move(l), [this, h = std::move(h)](
-                                       error_code ec, std::vector<dq::start_result> r) mutable {
+        inner().start(std::move(l), [this, h = std::move(h)](
+                                        error_code ec, std::vector<dq::start_result> r) mutable {
             for (auto x : r) {
                 too_early_ += x == dq::start_result::too_early;
             }
             std::move(h)(ec, std::move(r));
         });
     }
-    void do_renew(std::vector<dq::lease_ref> l, dq::duration d,
-                  handler<void(error_code, std::vector<dq::ack_result>)> h) override {
-        inner_.renew(std::move(l), d, std::move(h));
-    }
-    void do_acknowledge(std::vector<dq::ack> a,
-                        handler<void(error_code, std::vector<dq::ack_result>)> h) override {
-        inner_.acknowledge(std::move(a), std::move(h));
-    }
-    void do_release(std::vector<dq::lease_ref> l, handler<void(error_code)> h) override {
-        inner_.release(std::move(l), std::move(h));
-    }
-    void wait_wakeup(handler<void(error_code, dq::time_point)> h) override {
-        inner_.wait_wakeup(std::move(h));
-    }
-    void now(handler<void(error_code, dq::time_point)> h) override { inner_.now(std::move(h)); }
 
-    std::size_t too_early_ = 0;
-    std::size_t claims_in_flight_ = 0;
-    std::size_t most_claims_in_flight_ = 0;
-
-private:
-    dq::store& inner_;
     dq::duration skew_;
 };
 
-struct fixture : dq_test::worker_fixture {
+struct fixture : timewheel::test::worker_fixture {
     std::unique_ptr<dq::queue> queue;
 
     explicit fixture(const redis_server& srv = server(),
@@ -162,17 +123,17 @@ struct fixture : dq_test::worker_fixture {
 
     ~fixture() override {
         static_cast<dq::redis_store&>(*store).close();
-        timewheel::test_support::run_for(io, 20ms);
+        timewheel::test::run_for(io, 20ms);
     }
 };
 
-std::unique_ptr<dq_test::worker_fixture> make_fixture() {
+std::unique_ptr<timewheel::test::worker_fixture> make_fixture() {
     return std::make_unique<fixture>();
 }
 
-using dq_test::options;
-using dq_test::recording_handler;
-using dq_test::run;
+using timewheel::test::options;
+using timewheel::test::recording_handler;
+using timewheel::test::run;
 
 } // namespace
 
@@ -276,7 +237,7 @@ BOOST_AUTO_TEST_CASE(a_handler_longer_than_the_lease_keeps_it_through_renewals) 
     b.start();
     f.submit("long", 0ms);
     BOOST_REQUIRE(f.wait([&] { return a.stats().acked + b.stats().acked == 1; }));
-    timewheel::test_support::run_for(f.io, 500ms);
+    timewheel::test::run_for(f.io, 500ms);
     BOOST_TEST(calls == 1);
     BOOST_TEST(a.stats().renewals + b.stats().renewals >= 3u);
     BOOST_TEST(a.stats().ack_stale + b.stats().ack_stale == 0u);
@@ -372,7 +333,7 @@ BOOST_AUTO_TEST_CASE(a_graceful_stop_releases_prefetched_tasks_and_waits_for_run
     bool reported_before_stop = false;
     a.async_stop(std::chrono::steady_clock::now() + 20s, [&](error_code ec) { stopped = ec; });
     BOOST_REQUIRE(f.wait([&] { return a.stats().released == 5; }));
-    timewheel::test_support::run_for(f.io, 200ms);
+    timewheel::test::run_for(f.io, 200ms);
     BOOST_TEST(!stopped.has_value()); // waits for the running one
     timewheel::wheel_timer later(f.io, 300ms);
     later.async_wait([&](error_code) {
@@ -432,7 +393,7 @@ BOOST_AUTO_TEST_CASE(a_worker_destroyed_with_a_job_out_leaves_the_lease_to_run_o
     BOOST_TEST(held->id() == "orphan");
     held->succeed(); // the worker is gone: nothing is sent, nothing breaks
     BOOST_TEST(!held->valid());
-    timewheel::test_support::run_for(f.io, 100ms);
+    timewheel::test::run_for(f.io, 100ms);
     BOOST_TEST(f.status("orphan").state == dq::task_state::running);
     // Its lease runs out, and the next worker runs it again (attempt 2).
     std::vector<std::uint32_t> attempts;
@@ -517,7 +478,7 @@ BOOST_AUTO_TEST_CASE(allocations_per_task_after_warm_up) {
     for (int i = 0; i < n; ++i) {
         f.submit("b" + std::to_string(i), due);
     }
-    timewheel::test_support::allocation_counter counter;
+    timewheel::test::allocation_counter counter;
     BOOST_REQUIRE(f.wait([&] { return w.stats().acked == 200u + n; }));
     const double per_task = double(counter.count()) / n;
     BOOST_TEST_MESSAGE("allocations per task (worker and Redis store, claim to ack): " << per_task);

@@ -12,22 +12,22 @@
 #include <timewheel/redis/connection.hpp>
 
 #define BOOST_TEST_MODULE redis_allocation
-#include "support/redis_fixture.hpp"
+#include <test/redis/support/redis_fixture.hpp>
 
 #include <boost/asio/bind_allocator.hpp>
 #include <boost/asio/io_context.hpp>
 #include <boost/test/unit_test.hpp>
 
-#include "support/allocation_counter.hpp"
+#include <test/support/allocation_counter.hpp>
 
 #include <functional>
 #include <vector>
 
 namespace net = boost::asio;
 namespace redis = timewheel::redis;
-using timewheel::test_support::redis_available;
-using timewheel::test_support::redis_server;
-using timewheel::test_support::run_until;
+using timewheel::test::redis_available;
+using timewheel::test::redis_server;
+using timewheel::test::run_until;
 
 namespace {
 
@@ -97,12 +97,12 @@ BOOST_AUTO_TEST_CASE(one_request_at_a_time_allocates_nothing) {
             BOOST_TEST(!ec);
             ++done;
             if (done == first) {
-                at_first = timewheel::test_support::all_allocations_so_far();
+                at_first = timewheel::test::all_allocations_so_far();
             }
             if (done < limit) {
                 issue();
             } else {
-                at_last = timewheel::test_support::all_allocations_so_far();
+                at_last = timewheel::test::all_allocations_so_far();
             }
         });
     };
@@ -143,20 +143,21 @@ BOOST_AUTO_TEST_CASE(pipelined_requests_allocate_nothing) {
     std::function<void(std::size_t)> issue = [&](std::size_t slot) {
         ++issued;
         conn.async_exec(reqs[slot], resps[slot],
-                        net::bind_allocator(
-                            pool_allocator<void>(&handler_memory),
-                            [&, slot](boost::system::error_code ec, std::size_t) {
-                                BOOST_TEST(!ec);
-                                if (++done == first) {
-                                    at_first = timewheel::test_support::all_allocations_so_far();
-                                }
-                                if (issued < limit) {
-                                    issue(slot);
-                                }
-                                if (done == target) {
-                                    at_last = timewheel::test_support::all_allocations_so_far();
-                                }
-                            }));
+                        net::bind_allocator(pool_allocator<void>(&handler_memory),
+                                            [&, slot](boost::system::error_code ec, std::size_t) {
+                                                BOOST_TEST(!ec);
+                                                if (++done == first) {
+                                                    at_first =
+                                                        timewheel::test::all_allocations_so_far();
+                                                }
+                                                if (issued < limit) {
+                                                    issue(slot);
+                                                }
+                                                if (done == target) {
+                                                    at_last =
+                                                        timewheel::test::all_allocations_so_far();
+                                                }
+                                            }));
     };
     auto run = [&](std::size_t count) {
         limit = issued + count;

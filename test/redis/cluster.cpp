@@ -10,8 +10,8 @@
 
 #include <timewheel/redis/subscriber.hpp>
 
-#include "support/cluster_fixture.hpp"
-#include "support/cluster_run.hpp"
+#include <test/redis/support/cluster_fixture.hpp>
+#include <test/redis/support/cluster_run.hpp>
 
 #include <boost/test/unit_test.hpp>
 
@@ -35,10 +35,10 @@
 
 namespace net = boost::asio;
 namespace redis = timewheel::redis;
-using timewheel::test_support::cluster_available;
-using timewheel::test_support::cluster_fixture;
-using timewheel::test_support::exec;
-using timewheel::test_support::run_until;
+using timewheel::test::cluster_available;
+using timewheel::test::cluster_fixture;
+using timewheel::test::exec;
+using timewheel::test::run_until;
 
 namespace {
 

@@ -8,8 +8,8 @@
 #define BOOST_TEST_MODULE cluster_ask
 #include <timewheel/redis/cluster.hpp>
 
-#include "support/cluster_fixture.hpp"
-#include "support/cluster_run.hpp"
+#include <test/redis/support/cluster_fixture.hpp>
+#include <test/redis/support/cluster_run.hpp>
 
 #include <boost/test/unit_test.hpp>
 
@@ -21,10 +21,10 @@
 
 namespace net = boost::asio;
 namespace redis = timewheel::redis;
-using timewheel::test_support::cluster_available;
-using timewheel::test_support::cluster_fixture;
-using timewheel::test_support::exec;
-using timewheel::test_support::run_until;
+using timewheel::test::cluster_available;
+using timewheel::test::cluster_fixture;
+using timewheel::test::exec;
+using timewheel::test::run_until;
 
 BOOST_AUTO_TEST_SUITE(ask, *boost::unit_test::precondition(cluster_available{}))
 

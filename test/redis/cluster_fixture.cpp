@@ -3,7 +3,7 @@
 // and the servers gone after the fixture.
 
 #define BOOST_TEST_MODULE cluster_fixture
-#include "support/cluster_fixture.hpp"
+#include <test/redis/support/cluster_fixture.hpp>
 
 #include <timewheel/redis/key_slot.hpp>
 
@@ -18,8 +18,8 @@
 #include <string>
 
 using timewheel::redis::key_slot;
-using timewheel::test_support::cluster_available;
-using timewheel::test_support::cluster_fixture;
+using timewheel::test::cluster_available;
+using timewheel::test::cluster_fixture;
 
 namespace {
 

@@ -10,7 +10,7 @@
 #include <timewheel/redis/connection.hpp>
 
 #define BOOST_TEST_MODULE redis_faults
-#include "support/redis_fixture.hpp"
+#include <test/redis/support/redis_fixture.hpp>
 
 #include <boost/asio/io_context.hpp>
 #include <boost/test/unit_test.hpp>
@@ -19,10 +19,10 @@
 
 namespace net = boost::asio;
 namespace redis = timewheel::redis;
-using timewheel::test_support::redis_available;
-using timewheel::test_support::redis_server;
-using timewheel::test_support::run_for;
-using timewheel::test_support::run_until;
+using timewheel::test::redis_available;
+using timewheel::test::redis_server;
+using timewheel::test::run_for;
+using timewheel::test::run_until;
 using namespace std::chrono_literals;
 
 BOOST_AUTO_TEST_SUITE(faults, *boost::unit_test::precondition(redis_available()))

@@ -12,7 +12,7 @@
 #include <timewheel/redis/connection.hpp>
 
 #define BOOST_TEST_MODULE redis_hostile_server
-#include "support/redis_fixture.hpp"
+#include <test/redis/support/redis_fixture.hpp>
 
 #include <boost/asio/io_context.hpp>
 #include <boost/asio/ip/tcp.hpp>
@@ -29,7 +29,7 @@
 namespace net = boost::asio;
 namespace redis = timewheel::redis;
 using tcp = net::ip::tcp;
-using timewheel::test_support::run_until;
+using timewheel::test::run_until;
 using namespace std::chrono_literals;
 
 namespace {

@@ -9,7 +9,7 @@
 #include <timewheel/redis/subscriber.hpp>
 
 #define BOOST_TEST_MODULE redis_subscriber
-#include "support/redis_fixture.hpp"
+#include <test/redis/support/redis_fixture.hpp>
 
 #include <timewheel/redis/connection.hpp>
 
@@ -22,10 +22,10 @@
 
 namespace net = boost::asio;
 namespace redis = timewheel::redis;
-using timewheel::test_support::redis_available;
-using timewheel::test_support::redis_server;
-using timewheel::test_support::run_for;
-using timewheel::test_support::run_until;
+using timewheel::test::redis_available;
+using timewheel::test::redis_server;
+using timewheel::test::run_for;
+using timewheel::test::run_until;
 using namespace std::chrono_literals;
 
 namespace {

@@ -9,7 +9,7 @@
 #define BOOST_TEST_MODULE server_api_answers
 #include <boost/test/unit_test.hpp>
 
-#include "support/api_service.hpp"
+#include <test/server/support/api_service.hpp>
 
 #include <boost/json/serialize.hpp>
 
@@ -21,7 +21,7 @@
 #include <set>
 #include <string>
 
-namespace ts = timewheel::test_support;
+namespace ts = timewheel::test;
 namespace json = boost::json;
 using namespace std::chrono_literals;
 

@@ -9,7 +9,7 @@
 #define BOOST_TEST_MODULE server_api_service
 #include <boost/test/unit_test.hpp>
 
-#include "support/api_service.hpp"
+#include <test/server/support/api_service.hpp>
 
 #include <timewheeld/service/settings.hpp>
 
@@ -21,7 +21,7 @@
 #include <string>
 #include <vector>
 
-namespace ts = timewheel::test_support;
+namespace ts = timewheel::test;
 namespace dq = timewheel::dq;
 using verb = boost::beast::http::verb;
 

@@ -11,7 +11,7 @@
 #define BOOST_TEST_MODULE server_api_tasks
 #include <boost/test/unit_test.hpp>
 
-#include "support/api_service.hpp"
+#include <test/server/support/api_service.hpp>
 
 // GCC 12 at -O1 sees Asio's coroutine frames, allocated with aligned_alloc and released with
 // the frame's own operator delete (which calls free), as a mismatch: a false positive.
@@ -31,7 +31,7 @@
 #include <string>
 #include <vector>
 
-namespace ts = timewheel::test_support;
+namespace ts = timewheel::test;
 namespace dq = timewheel::dq;
 namespace json = boost::json;
 using verb = boost::beast::http::verb;

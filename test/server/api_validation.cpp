@@ -9,12 +9,12 @@
 #define BOOST_TEST_MODULE server_api_validation
 #include <boost/test/unit_test.hpp>
 
-#include "support/api_service.hpp"
+#include <test/server/support/api_service.hpp>
 
 #include <string>
 #include <vector>
 
-namespace ts = timewheel::test_support;
+namespace ts = timewheel::test;
 using verb = boost::beast::http::verb;
 
 namespace {

@@ -9,9 +9,9 @@
 #define BOOST_TEST_MODULE server_callback_client
 #include <boost/test/unit_test.hpp>
 
-#include "support/signature_check.hpp"
-#include "support/sink.hpp"
-#include "support/watchdog.hpp"
+#include <test/server/support/signature_check.hpp>
+#include <test/server/support/sink.hpp>
+#include <test/support/watchdog.hpp>
 
 #include <boost/asio/bind_cancellation_slot.hpp>
 #include <boost/asio/cancellation_signal.hpp>
@@ -25,10 +25,10 @@
 namespace net = boost::asio;
 using namespace timewheeld::callback;
 using boost::system::error_code;
-using timewheeld::test_support::recorded_request;
-using timewheeld::test_support::reply;
-using timewheeld::test_support::sink;
-namespace ts = timewheel::test_support;
+using timewheel::test::recorded_request;
+using timewheel::test::reply;
+using timewheel::test::sink;
+namespace ts = timewheel::test;
 
 namespace {
 
@@ -58,7 +58,7 @@ answer call(net::io_context& io, client& c, call_request r) {
     std::optional<answer> out;
     c.async_call(std::move(r), [&](error_code ec, call_result res) { out = answer{ec, res}; });
     io.restart();
-    timewheel::test_support::run(io);
+    timewheel::test::run(io);
     BOOST_REQUIRE(out);
     return *out;
 }
@@ -326,7 +326,7 @@ BOOST_AUTO_TEST_CASE(concurrency_cap_per_host_holds) {
                          BOOST_TEST((r.verdict == verdict::success));
                          ++done;
                      });
-    timewheel::test_support::run(io);
+    timewheel::test::run(io);
     BOOST_TEST(done == 8);
     BOOST_TEST(s.requests().size() == 8u);
     BOOST_TEST(s.max_concurrent() == 2u);
@@ -555,7 +555,7 @@ BOOST_AUTO_TEST_CASE(per_operation_cancellation) {
     BOOST_TEST(!out);
     signal.emit(net::cancellation_type::terminal);
     io.restart();
-    timewheel::test_support::run(io);
+    timewheel::test::run(io);
     BOOST_REQUIRE(out);
     BOOST_TEST((out->ec == net::error::operation_aborted));
     BOOST_TEST((out->result.verdict == verdict::retry));
@@ -579,7 +579,7 @@ BOOST_AUTO_TEST_CASE(close_and_destructor_with_calls_in_flight) {
     run_until(io, [&] { return s.requests().size() == 1u; });
     c->close();
     io.restart();
-    timewheel::test_support::run(io);
+    timewheel::test::run(io);
     BOOST_TEST(codes.size() == 2u);
     for (auto ec : codes)
         BOOST_TEST((ec == error::client_closed));
@@ -587,7 +587,7 @@ BOOST_AUTO_TEST_CASE(close_and_destructor_with_calls_in_flight) {
     codes.clear();
     c->async_call(request_to(s.url()), [&](error_code ec, call_result) { codes.push_back(ec); });
     io.restart();
-    timewheel::test_support::run(io);
+    timewheel::test::run(io);
     BOOST_TEST(codes.size() == 1u);
     BOOST_TEST((codes.at(0) == error::client_closed));
 
@@ -599,7 +599,7 @@ BOOST_AUTO_TEST_CASE(close_and_destructor_with_calls_in_flight) {
     run_until(io, [&] { return s.requests().size() == 2u; });
     d.reset();
     io.restart();
-    timewheel::test_support::run(io);
+    timewheel::test::run(io);
     BOOST_TEST(codes.size() == 1u);
     BOOST_TEST((codes.at(0) == error::client_closed));
 }

@@ -7,15 +7,15 @@
 #define BOOST_TEST_MODULE server_callback_tls
 #include <boost/test/unit_test.hpp>
 
-#include "support/sink.hpp"
-#include "support/sink_tls.hpp"
-#include "support/watchdog.hpp"
+#include <test/server/support/sink.hpp>
+#include <test/server/support/sink_tls.hpp>
+#include <test/support/watchdog.hpp>
 
 #include <optional>
 
 namespace net = boost::asio;
 using namespace timewheeld::callback;
-namespace ts = timewheeld::test_support;
+namespace ts = timewheel::test;
 using boost::system::error_code;
 
 namespace {
@@ -33,7 +33,7 @@ answer call(net::io_context& io, client& c, const std::string& url) {
     r.task_id = "tls-task";
     c.async_call(r, [&](error_code ec, call_result res) { out = answer{ec, res}; });
     io.restart();
-    timewheel::test_support::run(io);
+    timewheel::test::run(io);
     BOOST_REQUIRE(out);
     return *out;
 }

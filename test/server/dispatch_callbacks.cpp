@@ -10,9 +10,9 @@
 #define BOOST_TEST_MODULE server_dispatch_callbacks
 #include <boost/test/unit_test.hpp>
 
-#include "support/api_service.hpp"
-#include "support/service_node.hpp"
-#include "support/sink.hpp"
+#include <test/server/support/api_service.hpp>
+#include <test/server/support/service_node.hpp>
+#include <test/server/support/sink.hpp>
 
 #include <atomic>
 #include <chrono>
@@ -24,8 +24,8 @@
 #include <thread>
 #include <vector>
 
-namespace ts = timewheel::test_support;
-namespace cs = timewheeld::test_support;
+namespace ts = timewheel::test;
+namespace cs = timewheel::test;
 namespace json = boost::json;
 using namespace std::chrono_literals;
 

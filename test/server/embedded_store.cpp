@@ -11,9 +11,9 @@
 #define BOOST_TEST_MODULE server_embedded_store
 #include <boost/test/unit_test.hpp>
 
-#include "support/api_service.hpp"
-#include "support/service_node.hpp"
-#include "support/sink.hpp"
+#include <test/server/support/api_service.hpp>
+#include <test/server/support/service_node.hpp>
+#include <test/server/support/sink.hpp>
 
 #include <chrono>
 #include <cstdlib>
@@ -23,8 +23,8 @@
 #include <string>
 #include <vector>
 
-namespace ts = timewheel::test_support;
-namespace cs = timewheeld::test_support;
+namespace ts = timewheel::test;
+namespace cs = timewheel::test;
 namespace json = boost::json;
 using namespace std::chrono_literals;
 
@@ -70,7 +70,7 @@ BOOST_AUTO_TEST_CASE(two_threads_share_one_sqlite_file_and_run_every_callback) {
         return r;
     });
     ts::api_service svc(with_worker(
-        {"--store", dir.sqlite_store(), "--threads", "2", "--worker-concurrency", "1"}));
+        {"--store", ts::sqlite_store_url(dir), "--threads", "2", "--worker-concurrency", "1"}));
     // One connection per request, dealt to the threads in turn: both threads submit.
     constexpr int n = 40;
     std::set<std::string> ids;
@@ -138,7 +138,7 @@ BOOST_AUTO_TEST_CASE(finished_and_cancelled_tasks_still_show_their_callback) {
         r.status = 200;
         return r;
     });
-    ts::api_service svc(with_worker({"--store", dir.sqlite_store()}));
+    ts::api_service svc(with_worker({"--store", ts::sqlite_store_url(dir)}));
     BOOST_TEST_REQUIRE(svc.post("/v1/tasks", task_body("done-1", sink)).status == 201u);
     BOOST_TEST_REQUIRE(svc.post("/v1/tasks", task_body("later-1", sink, 3600000)).status == 201u);
     BOOST_TEST(svc.request(ts::api_http::verb::delete_, "/v1/tasks/later-1").status == 200u);
@@ -157,7 +157,7 @@ BOOST_AUTO_TEST_CASE(finished_and_cancelled_tasks_still_show_their_callback) {
 BOOST_AUTO_TEST_CASE(metrics_show_how_long_the_oldest_due_task_has_waited) {
     const ts::temp_dir dir("timewheeld-embedded");
     ts::api_service::options o;
-    o.args = {"--store", dir.sqlite_store()}; // no worker: a due task waits
+    o.args = {"--store", ts::sqlite_store_url(dir)}; // no worker: a due task waits
     ts::api_service svc(o);
     ts::check_oldest_due_age(svc);
 }

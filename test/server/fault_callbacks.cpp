@@ -18,8 +18,8 @@
 #define BOOST_TEST_MODULE server_fault_callbacks
 #include <boost/test/unit_test.hpp>
 
-#include "support/service_node.hpp"
-#include "support/signature_check.hpp"
+#include <test/server/support/service_node.hpp>
+#include <test/server/support/signature_check.hpp>
 
 #include <timewheeld/callback/signature.hpp>
 
@@ -30,8 +30,8 @@
 #include <string>
 #include <vector>
 
-namespace ts = timewheel::test_support;
-namespace cs = timewheeld::test_support;
+namespace ts = timewheel::test;
+namespace cs = timewheel::test;
 namespace json = boost::json;
 using namespace std::chrono_literals;
 using steady = std::chrono::steady_clock;
@@ -87,7 +87,7 @@ BOOST_AUTO_TEST_CASE(a_429_with_retry_after_is_retried_no_earlier_than_it_says) 
         return n == 0 ? answer(429, {{"Retry-After", "2"}}) : answer(200);
     });
     const ts::temp_dir dir("timewheeld-cb");
-    ts::service_node node({.store = dir.sqlite_store()});
+    ts::service_node node({.store = ts::sqlite_store_url(dir)});
     const auto created = node.post("/v1/tasks", ts::task_json("slow-down-1", t.sink.url()));
     BOOST_TEST_REQUIRE(created.status == 201u, created);
 
@@ -116,7 +116,8 @@ BOOST_AUTO_TEST_CASE(a_callback_that_never_answers_times_out_and_is_retried) {
         return r;
     });
     const ts::temp_dir dir("timewheeld-cb");
-    ts::service_node node({.store = dir.sqlite_store(), .args = {"--callback-timeout-ms", "500"}});
+    ts::service_node node(
+        {.store = ts::sqlite_store_url(dir), .args = {"--callback-timeout-ms", "500"}});
     const auto created = node.post("/v1/tasks", ts::task_json("silent-1", t.sink.url()));
     BOOST_TEST_REQUIRE(created.status == 201u, created);
 
@@ -139,7 +140,7 @@ BOOST_AUTO_TEST_CASE(a_callback_that_never_answers_times_out_and_is_retried) {
 BOOST_AUTO_TEST_CASE(a_400_is_not_retried_even_with_a_retry_after_and_the_task_is_dead) {
     timed_sink t([](std::size_t) { return answer(400, {{"Retry-After", "1"}}); });
     const ts::temp_dir dir("timewheeld-cb");
-    ts::service_node node({.store = dir.sqlite_store()});
+    ts::service_node node({.store = ts::sqlite_store_url(dir)});
     const auto created = node.post("/v1/tasks", ts::task_json("refused-1", t.sink.url()));
     BOOST_TEST_REQUIRE(created.status == 201u, created);
 
@@ -163,7 +164,7 @@ BOOST_AUTO_TEST_CASE(the_sink_verifies_the_signature_over_the_body_it_received) 
     const ts::temp_dir dir("timewheeld-cb");
     // The secret through its variable, as docs/server.md recommends (a flag shows in ps).
     ts::service_node node(
-        {.store = dir.sqlite_store(), .env = {"TIMEWHEELD_SIGNING_SECRET=" + secret}});
+        {.store = ts::sqlite_store_url(dir), .env = {"TIMEWHEELD_SIGNING_SECRET=" + secret}});
     const std::string body = R"({"order": 42, "note": "ünïcødé & \"quotes\""})";
     const auto created = node.post(
         "/v1/tasks", ts::task_json("signed-1", sink.url(), 0,
@@ -209,7 +210,7 @@ BOOST_AUTO_TEST_CASE(no_more_requests_at_once_to_a_host_than_the_cap) {
     });
     const ts::temp_dir dir("timewheeld-cb");
     ts::service_node node(
-        {.store = dir.sqlite_store(),
+        {.store = ts::sqlite_store_url(dir),
          .args = {"--max-per-host", std::to_string(cap), "--callback-timeout-ms", "60000"}});
     // All due at the same instant, a second from now.
     const auto due = ts::rfc3339_ms(std::chrono::system_clock::now() + 1s);

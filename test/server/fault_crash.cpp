@@ -13,14 +13,14 @@
 #define BOOST_TEST_MODULE server_fault_crash
 #include <boost/test/unit_test.hpp>
 
-#include "support/service_node.hpp"
+#include <test/server/support/service_node.hpp>
 
 #include <chrono>
 #include <set>
 #include <string>
 
-namespace ts = timewheel::test_support;
-namespace cs = timewheeld::test_support;
+namespace ts = timewheel::test;
+namespace cs = timewheel::test;
 using namespace std::chrono_literals;
 
 namespace {
@@ -81,7 +81,7 @@ void crash_and_recover(const std::string& store) {
 
 BOOST_AUTO_TEST_CASE(kill_9_under_load_with_the_sqlite_store_loses_no_accepted_task) {
     const ts::temp_dir dir("timewheeld-crash");
-    crash_and_recover(dir.sqlite_store());
+    crash_and_recover(ts::sqlite_store_url(dir));
 }
 
 BOOST_AUTO_TEST_CASE(kill_9_under_load_with_the_redis_store_loses_no_accepted_task,

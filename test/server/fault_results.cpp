@@ -11,13 +11,13 @@
 #define BOOST_TEST_MODULE server_fault_results
 #include <boost/test/unit_test.hpp>
 
-#include "support/service_node.hpp"
+#include <test/server/support/service_node.hpp>
 
 #include <string>
 #include <vector>
 
-namespace ts = timewheel::test_support;
-namespace cs = timewheeld::test_support;
+namespace ts = timewheel::test;
+namespace cs = timewheel::test;
 namespace json = boost::json;
 using namespace std::chrono_literals;
 

@@ -10,15 +10,15 @@
 #define BOOST_TEST_MODULE server_fault_two_nodes
 #include <boost/test/unit_test.hpp>
 
-#include "support/service_node.hpp"
+#include <test/server/support/service_node.hpp>
 
 #include <chrono>
 #include <set>
 #include <string>
 #include <vector>
 
-namespace ts = timewheel::test_support;
-namespace cs = timewheeld::test_support;
+namespace ts = timewheel::test;
+namespace cs = timewheel::test;
 using namespace std::chrono_literals;
 
 namespace {

@@ -12,7 +12,7 @@
 #define BOOST_TEST_MODULE server_hostile_clients
 #include <boost/test/unit_test.hpp>
 
-#include "support/service_node.hpp"
+#include <test/server/support/service_node.hpp>
 
 #include <boost/asio/write.hpp>
 
@@ -28,7 +28,7 @@
 #include <string>
 #include <vector>
 
-namespace ts = timewheel::test_support;
+namespace ts = timewheel::test;
 using verb = boost::beast::http::verb;
 using namespace std::chrono_literals;
 
@@ -62,7 +62,7 @@ struct node {
         : dir("timewheeld-hostile") {
         args.push_back("--no-worker");
         svc.emplace(ts::service_node::options{
-            .store = dir.sqlite_store(), .args = std::move(args), .env = std::move(env)});
+            .store = ts::sqlite_store_url(dir), .args = std::move(args), .env = std::move(env)});
     }
     ts::api_reply request(ts::api_request r) {
         ts::api_connection c(svc->port());
@@ -240,8 +240,8 @@ BOOST_AUTO_TEST_CASE(running_out_of_descriptors_neither_spins_nor_floods_the_log
     // The shell lowers the limit (soft and hard), then becomes timewheeld.
     ts::child_process p(
         {.argv = {"/bin/sh", "-c", "ulimit -n 64 && exec \"$0\" \"$@\"", TIMEWHEELD_BINARY,
-                  "--store", dir.sqlite_store(), "--no-worker", "--log-level", "warn", "--port",
-                  "0", "--port-file", (dir.path() / "port").string()},
+                  "--store", ts::sqlite_store_url(dir), "--no-worker", "--log-level", "warn",
+                  "--port", "0", "--port-file", (dir.path() / "port").string()},
          .output = dir.path() / "log"});
     const auto real_port = port_of(p, dir.path());
     std::vector<std::unique_ptr<ts::api_connection>> conns;
@@ -503,7 +503,7 @@ BOOST_AUTO_TEST_CASE(a_closed_log_pipe_does_not_kill_the_process) {
     // (an ignored signal stays ignored across exec).
     ts::child_process p(
         {.argv = {"/usr/bin/env", "--default-signal=PIPE", TIMEWHEELD_BINARY, "--store",
-                  dir.sqlite_store(), "--no-worker", "--log-level", "debug", "--port", "0",
+                  ts::sqlite_store_url(dir), "--no-worker", "--log-level", "debug", "--port", "0",
                   "--port-file", (dir.path() / "port").string()},
          .output = fifo});
     const auto port = port_of(p, dir.path());

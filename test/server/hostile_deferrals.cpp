@@ -15,14 +15,14 @@
 #define BOOST_TEST_MODULE server_hostile_deferrals
 #include <boost/test/unit_test.hpp>
 
-#include "support/service_node.hpp"
+#include <test/server/support/service_node.hpp>
 
 #include <map>
 #include <string>
 #include <vector>
 
-namespace ts = timewheel::test_support;
-namespace cs = timewheeld::test_support;
+namespace ts = timewheel::test;
+namespace cs = timewheel::test;
 using namespace std::chrono_literals;
 
 namespace {
@@ -77,7 +77,7 @@ BOOST_AUTO_TEST_CASE(a_429_back_off_defers_the_origins_other_tasks_without_charg
         }
         return status(200);
     });
-    ts::service_node node({.store = dir.sqlite_store()});
+    ts::service_node node({.store = ts::sqlite_store_url(dir)});
 
     auto submit = [&](const std::string& id, const std::string& path, const std::string& retry) {
         const auto r = node.post("/v1/tasks", ts::task_json(id, sink.url(path), 0, retry));
@@ -132,7 +132,7 @@ BOOST_AUTO_TEST_CASE(callbacks_waiting_for_their_result_do_not_take_the_slots) {
         return r.target == "/async" ? status(202) : status(200);
     });
     ts::service_node node(
-        {.store = dir.sqlite_store(),
+        {.store = ts::sqlite_store_url(dir),
          .args = {"--worker-concurrency", "4", "--result-deadline-ms", "600000"}});
     for (int i = 0; i < 16; ++i) {
         const auto r = node.post(
@@ -158,7 +158,7 @@ BOOST_AUTO_TEST_CASE(beyond_the_bound_waiting_attempts_keep_their_slots) {
     ts::temp_dir dir("hostile-deferrals");
     cs::sink sink;
     sink.respond([&](const cs::recorded_request&) { return status(202); });
-    ts::service_node node({.store = dir.sqlite_store(),
+    ts::service_node node({.store = ts::sqlite_store_url(dir),
                            .args = {"--worker-concurrency", "4", "--max-awaiting-results", "2",
                                     "--result-deadline-ms", "600000"}});
     for (int i = 0; i < 10; ++i) {

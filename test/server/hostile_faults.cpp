@@ -18,10 +18,10 @@
 #define BOOST_TEST_MODULE server_hostile_faults
 #include <boost/test/unit_test.hpp>
 
-#include "support/api_service.hpp"
-#include "support/service_node.hpp"
-#include "support/sink.hpp"
-#include "support/stopped_thread.hpp"
+#include <test/server/support/api_service.hpp>
+#include <test/server/support/service_node.hpp>
+#include <test/server/support/sink.hpp>
+#include <test/support/stopped_thread.hpp>
 
 #include <pthread.h>
 #include <sys/socket.h>
@@ -38,8 +38,8 @@
 #include <thread>
 #include <vector>
 
-namespace ts = timewheel::test_support;
-namespace cs = timewheeld::test_support;
+namespace ts = timewheel::test;
+namespace cs = timewheel::test;
 using namespace std::chrono_literals;
 
 namespace {
@@ -110,7 +110,7 @@ void check_all_readable(std::uint16_t port, const std::set<std::string>& ids) {
 BOOST_AUTO_TEST_CASE(a_stalled_sqlite_store_answers_503_in_time_and_is_not_ready) {
     const ts::temp_dir dir("hostile-faults");
     ts::service_node node(
-        {.store = dir.sqlite_store(),
+        {.store = ts::sqlite_store_url(dir),
          .args = {"--no-worker", "--store-timeout-ms", std::to_string(store_timeout.count())}});
     std::set<std::string> accepted;
     for (int i = 0; i < 5; ++i) {

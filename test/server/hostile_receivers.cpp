@@ -22,8 +22,8 @@
 #define BOOST_TEST_MODULE server_hostile_receivers
 #include <boost/test/unit_test.hpp>
 
-#include "support/service_node.hpp"
-#include "support/sink.hpp"
+#include <test/server/support/service_node.hpp>
+#include <test/server/support/sink.hpp>
 
 #include <boost/asio/ip/tcp.hpp>
 #include <boost/asio/read.hpp>
@@ -44,8 +44,8 @@
 #include <thread>
 #include <vector>
 
-namespace ts = timewheel::test_support;
-namespace cs = timewheeld::test_support;
+namespace ts = timewheel::test;
+namespace cs = timewheel::test;
 namespace net = boost::asio;
 using tcp = net::ip::tcp;
 using namespace std::chrono_literals;
@@ -237,7 +237,7 @@ bool valid_utf8(std::string_view s) {
 struct node_fixture {
     explicit node_fixture(std::vector<std::string> args = {})
         : dir("timewheeld-hostile")
-        , node({.store = dir.sqlite_store(), .args = with_defaults(std::move(args))}) {}
+        , node({.store = ts::sqlite_store_url(dir), .args = with_defaults(std::move(args))}) {}
 
     static std::vector<std::string> with_defaults(std::vector<std::string> args) {
         args.insert(args.begin(), {"--callback-timeout-ms", "20000"});

@@ -13,7 +13,7 @@
 // counters nest and cost nothing to start. Under AddressSanitizer the replacements call ASan's
 // malloc, so leaks and overflows are still caught (only new/delete mismatches are not).
 //
-//     timewheel::test_support::allocation_counter counter;
+//     timewheel::test::allocation_counter counter;
 //     wheel.move(entry, later);
 //     BOOST_TEST(counter.count() == 0u);
 //
@@ -27,7 +27,7 @@
 #include <cstddef>
 #include <utility>
 
-namespace timewheel::test_support {
+namespace timewheel::test {
 
 // Calls of the global operator new made by the program so far (every one that returned
 // memory or failed), on every thread. Not aligned_alloc: see all_allocations_so_far().
@@ -70,6 +70,6 @@ std::size_t count_allocations(Function&& f) {
     return counter.count();
 }
 
-} // namespace timewheel::test_support
+} // namespace timewheel::test
 
 #endif // TIMEWHEEL_TEST_SUPPORT_ALLOCATION_COUNTER_HPP

@@ -9,7 +9,7 @@
 // it directly, not operator new, so without it an operation allocated by Asio is not seen.
 //
 
-#include "allocation_counter.hpp"
+#include <test/support/allocation_counter.hpp>
 
 #include <atomic>
 #include <cstddef>
@@ -70,16 +70,16 @@ std::size_t value(std::align_val_t alignment) noexcept {
 
 } // namespace
 
-std::size_t timewheel::test_support::allocations_so_far() noexcept {
+std::size_t timewheel::test::allocations_so_far() noexcept {
     return allocations.load(std::memory_order_relaxed);
 }
 
-std::size_t timewheel::test_support::all_allocations_so_far() noexcept {
+std::size_t timewheel::test::all_allocations_so_far() noexcept {
     return allocations.load(std::memory_order_relaxed) +
            aligned_allocations.load(std::memory_order_relaxed);
 }
 
-std::size_t timewheel::test_support::thread_allocations_so_far() noexcept {
+std::size_t timewheel::test::thread_allocations_so_far() noexcept {
     return thread_allocations;
 }
 

@@ -13,7 +13,7 @@
 #include <exception>
 #include <string_view>
 
-namespace timewheel::test_support {
+namespace timewheel::test {
 
 // Exposes execution_context::shutdown(), the first thing ~io_context() does, so that objects
 // that must be destroyed before their context can be checked after it.
@@ -35,6 +35,6 @@ inline bool mentions(const std::exception& e, std::string_view word) {
     return std::string_view(e.what()).find(word) != std::string_view::npos;
 }
 
-} // namespace timewheel::test_support
+} // namespace timewheel::test
 
 #endif // TIMEWHEEL_TEST_SUPPORT_FIXTURES_HPP

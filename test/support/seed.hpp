@@ -18,7 +18,7 @@
 #include <stdexcept>
 #include <string>
 
-namespace timewheel::test_support {
+namespace timewheel::test {
 
 // The environment variable `name` as a decimal number, or nullopt if it is unset or empty.
 // Throws std::invalid_argument, naming the variable and its text, if it is not a number.
@@ -44,6 +44,6 @@ inline std::uint64_t seed_from_environment(const char* test, std::uint64_t fallb
     return seed;
 }
 
-} // namespace timewheel::test_support
+} // namespace timewheel::test
 
 #endif // TIMEWHEEL_TEST_SUPPORT_SEED_HPP

@@ -6,9 +6,9 @@
 // fault tests stop the SQLite store's writer thread this way: that store holds its file's
 // lock alone, so no other process can stall it by holding the lock.
 //
-//     const pid_t tid = test_support::thread_named(pid, "tw-dq-sqlite");
+//     const pid_t tid = ts::thread_named(pid, "tw-dq-sqlite");
 //     {
-//         test_support::stopped_thread stuck(pid, tid); // waits until it is stopped
+//         ts::stopped_thread stuck(pid, tid); // waits until it is stopped
 //         ... requests that need that thread ...
 //     } // runs again
 //
@@ -37,7 +37,7 @@
 #include <string>
 #include <string_view>
 
-namespace timewheel::test_support {
+namespace timewheel::test {
 
 /// The id of the thread named `name` (its comm) in process `pid`; -1 when there is none.
 inline pid_t thread_named(pid_t pid, std::string_view name) {
@@ -169,6 +169,6 @@ private:
     int resume_fd_ = -1;
 };
 
-} // namespace timewheel::test_support
+} // namespace timewheel::test
 
 #endif // TIMEWHEEL_TEST_SUPPORT_STOPPED_THREAD_HPP

@@ -5,7 +5,7 @@
 // limit, and run() runs one until it has no work left, failing the test if it had to be
 // stopped.
 //
-//     timewheel::test_support::run(io);   // io.run(), at most 30 s, then a failed check
+//     timewheel::test::run(io);   // io.run(), at most 30 s, then a failed check
 //
 
 #ifndef TIMEWHEEL_TEST_SUPPORT_WATCHDOG_HPP
@@ -20,7 +20,7 @@
 #include <mutex>
 #include <thread>
 
-namespace timewheel::test_support {
+namespace timewheel::test {
 
 // Stops `io` if it is still alive `limit` after construction. A thread of its own waits for
 // the limit or for the destructor, whichever comes first.
@@ -69,6 +69,6 @@ inline void run(boost::asio::io_context& io,
     BOOST_TEST(!dog.fired(), "io_context::run() did not return within " << limit.count() << " s");
 }
 
-} // namespace timewheel::test_support
+} // namespace timewheel::test
 
 #endif // TIMEWHEEL_TEST_SUPPORT_WATCHDOG_HPP

@@ -15,9 +15,9 @@
 
 #include <timewheel/dq/store.hpp>
 
-#include "support/model.hpp"
-#include "support/seed.hpp"
-#include "support/store_calls.hpp"
+#include <test/dq/support/model.hpp>
+#include <test/dq/support/store_calls.hpp>
+#include <test/support/seed.hpp>
 
 #include <boost/asio/io_context.hpp>
 #include <boost/test/unit_test.hpp>
@@ -31,7 +31,7 @@
 #include <thread>
 #include <vector>
 
-namespace dq_test {
+namespace timewheel::test {
 
 namespace differential_detail {
 
@@ -425,9 +425,9 @@ inline void differential(boost::asio::io_context& io, dq::store& store, std::uin
 /// outcome the end checks for).
 inline std::size_t differential_steps(std::size_t fallback = 400) {
     return static_cast<std::size_t>(
-        timewheel::test_support::env_number("TIMEWHEEL_OPS").value_or(fallback));
+        timewheel::test::env_number("TIMEWHEEL_OPS").value_or(fallback));
 }
 
-} // namespace dq_test
+} // namespace timewheel::test
 
 #endif // TIMEWHEEL_TEST_DQ_SUPPORT_DIFFERENTIAL_HPP

@@ -14,10 +14,11 @@
 #include <timewheel/dq/queue.hpp>
 #include <timewheel/dq/redis_store.hpp>
 
-#include "support/process.hpp"
-#include "support/redis_fixture.hpp"
-#include "support/run_log.hpp"
-#include "support/store_calls.hpp"
+#include <test/dq/support/run_log.hpp>
+#include <test/dq/support/store_calls.hpp>
+#include <test/redis/support/redis_fixture.hpp>
+#include <test/support/process.hpp>
+#include <test/support/temp_dir.hpp>
 
 #include <boost/asio/io_context.hpp>
 #include <boost/test/unit_test.hpp>
@@ -36,7 +37,7 @@
     "TIMEWHEEL_DQ_TEST_WORKER and _TIMERFD (paths of dq_test_worker, dq_test_timerfd) are set by test/dq/CMakeLists.txt"
 #endif
 
-namespace timewheel::test_support {
+namespace timewheel::test {
 
 namespace dq = timewheel::dq;
 
@@ -60,11 +61,7 @@ public:
 
     explicit fault_env(redis_server::options server_options = {})
         : server_(std::move(server_options)) {
-        char tmpl[] = "/tmp/timewheel-dq-faults-XXXXXX";
-        if (!::mkdtemp(tmpl)) {
-            throw std::runtime_error("fault_env: mkdtemp failed");
-        }
-        dir_ = tmpl;
+        dir_ = make_temp_dir("timewheel-dq-faults");
         open_store();
     }
 
@@ -192,7 +189,7 @@ public:
 
     /// The status of one task (error not_found as an empty optional).
     std::optional<dq::task_status> status(const std::string& id) {
-        auto [ec, st] = dq_test::call<dq::task_status>(
+        auto [ec, st] = timewheel::test::call<dq::task_status>(
             io_, [&](auto h) { queue_->async_status(id, std::move(h)); });
         BOOST_TEST_REQUIRE((!ec || ec == dq::error::not_found),
                            "status " << id << ": " << ec.message());
@@ -249,7 +246,7 @@ public:
     /// The store's clock now.
     dq::time_point store_now() {
         auto [ec, t] =
-            dq_test::call<dq::time_point>(io_, [&](auto h) { store_->now(std::move(h)); });
+            timewheel::test::call<dq::time_point>(io_, [&](auto h) { store_->now(std::move(h)); });
         BOOST_TEST_REQUIRE(!ec, "now: " << ec.message());
         return t;
     }
@@ -305,6 +302,6 @@ inline std::vector<std::string> ids_of(const std::vector<dq::task>& tasks) {
     return ids;
 }
 
-} // namespace timewheel::test_support
+} // namespace timewheel::test
 
 #endif // TIMEWHEEL_TEST_DQ_SUPPORT_FAULT_ENV_HPP

@@ -17,7 +17,7 @@
 #include <optional>
 #include <string>
 
-namespace dq_test {
+namespace timewheel::test {
 
 namespace dq = timewheel::dq;
 
@@ -139,6 +139,6 @@ public:
     }
 };
 
-} // namespace dq_test
+} // namespace timewheel::test
 
 #endif // TIMEWHEEL_TEST_DQ_SUPPORT_MODEL_HPP

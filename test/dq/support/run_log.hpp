@@ -28,7 +28,7 @@
 #include <string>
 #include <vector>
 
-namespace timewheel::test_support {
+namespace timewheel::test {
 
 /// Appends lines to a run log (the worker's side).
 class run_log_writer {
@@ -122,6 +122,6 @@ inline std::map<std::string, std::int64_t> read_counters(const std::filesystem::
     return c;
 }
 
-} // namespace timewheel::test_support
+} // namespace timewheel::test
 
 #endif // TIMEWHEEL_TEST_DQ_SUPPORT_RUN_LOG_HPP

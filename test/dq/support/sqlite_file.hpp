@@ -1,50 +1,21 @@
 //
 // test/dq/support/sqlite_file.hpp
 //
-// What the dq::sqlite_store tests share: a fresh directory for a database file (removed at
-// the end), and SQL run on a database file behind the store's back (with no store open on
-// it: the store holds its file exclusively).
+// What the dq::sqlite_store tests share: SQL run on a database file behind the store's back
+// (with no store open on it: the store holds its file exclusively). The file's directory is
+// a temp_dir (test/support/temp_dir.hpp).
 //
 #ifndef TIMEWHEEL_TEST_DQ_SUPPORT_SQLITE_FILE_HPP
 #define TIMEWHEEL_TEST_DQ_SUPPORT_SQLITE_FILE_HPP
 
+#include <test/support/temp_dir.hpp>
+
 #include <sqlite3.h>
 
-#include <unistd.h>
-
-#include <atomic>
-#include <filesystem>
 #include <stdexcept>
 #include <string>
 
-namespace dq_test {
-
-/// A directory of its own under the system's temporary directory, removed with its files.
-class temp_dir {
-public:
-    temp_dir() {
-        static std::atomic<int> counter{0};
-        std::string name = "timewheel-dq-sqlite-";
-        name += std::to_string(::getpid());
-        name += '-';
-        name += std::to_string(counter++);
-        path_ = std::filesystem::temp_directory_path() / name;
-        std::filesystem::remove_all(path_);
-        std::filesystem::create_directories(path_);
-    }
-    ~temp_dir() {
-        std::error_code ec;
-        std::filesystem::remove_all(path_, ec);
-    }
-    temp_dir(const temp_dir&) = delete;
-    temp_dir& operator=(const temp_dir&) = delete;
-
-    const std::filesystem::path& path() const noexcept { return path_; }
-    std::string file(const std::string& name) const { return (path_ / name).string(); }
-
-private:
-    std::filesystem::path path_;
-};
+namespace timewheel::test {
 
 /// The first column of the first row of `sql` on the database at `path`, as an integer.
 inline long long sqlite_scalar(const std::string& path, const std::string& sql) {
@@ -75,6 +46,6 @@ inline long long sqlite_scalar(const std::string& path, const std::string& sql) 
     return out;
 }
 
-} // namespace dq_test
+} // namespace timewheel::test
 
 #endif // TIMEWHEEL_TEST_DQ_SUPPORT_SQLITE_FILE_HPP

@@ -13,7 +13,7 @@
 
 #include <timewheel/dq/store.hpp>
 
-#include "support/store_calls.hpp"
+#include <test/dq/support/store_calls.hpp>
 
 #include <boost/asio/io_context.hpp>
 #include <boost/test/unit_test.hpp>
@@ -26,7 +26,7 @@
 #include <thread>
 #include <vector>
 
-namespace dq_test {
+namespace timewheel::test {
 
 namespace dq = timewheel::dq;
 using namespace std::chrono_literals;
@@ -51,19 +51,19 @@ struct store_fixture {
     virtual long long task_keys() = 0;
 
     auto submit(dq::task t) {
-        return dq_test::call<dq::submit_result, std::string>(
+        return timewheel::test::call<dq::submit_result, std::string>(
             io, [&](auto h) { store->submit(std::move(t), std::move(h)); });
     }
     auto cancel(std::string id) {
-        return dq_test::call<dq::cancel_result>(
+        return timewheel::test::call<dq::cancel_result>(
             io, [&](auto h) { store->cancel(std::move(id), std::move(h)); });
     }
     error_code reschedule(std::string id, dq::due_time due) {
-        return std::get<0>(dq_test::call<>(
+        return std::get<0>(timewheel::test::call<>(
             io, [&](auto h) { store->reschedule(std::move(id), due, std::move(h)); }));
     }
     auto status(std::string id) {
-        return dq_test::call<dq::task_status>(
+        return timewheel::test::call<dq::task_status>(
             io, [&](auto h) { store->status(std::move(id), std::move(h)); });
     }
     dq::task_status status_ok(std::string id) {
@@ -72,22 +72,23 @@ struct store_fixture {
         return st;
     }
     auto list_dead(std::string cursor, std::size_t n) {
-        return dq_test::call<dq::dead_page>(
+        return timewheel::test::call<dq::dead_page>(
             io, [&](auto h) { store->list_dead(std::move(cursor), n, std::move(h)); });
     }
     error_code requeue(std::string id, dq::due_time due) {
-        return std::get<0>(dq_test::call<>(
+        return std::get<0>(timewheel::test::call<>(
             io, [&](auto h) { store->requeue_dead(std::move(id), due, std::move(h)); }));
     }
     error_code delete_dead(std::string id) {
-        return std::get<0>(
-            dq_test::call<>(io, [&](auto h) { store->delete_dead(std::move(id), std::move(h)); }));
+        return std::get<0>(timewheel::test::call<>(
+            io, [&](auto h) { store->delete_dead(std::move(id), std::move(h)); }));
     }
     auto claim(dq::claim_options o = {}) {
         if (o.worker.empty()) {
             o.worker = "w1";
         }
-        return dq_test::call<dq::claim_result>(io, [&](auto h) { store->claim(o, std::move(h)); });
+        return timewheel::test::call<dq::claim_result>(
+            io, [&](auto h) { store->claim(o, std::move(h)); });
     }
     dq::claim_result claim_ok(dq::claim_options o = {}) {
         auto [ec, r] = claim(std::move(o));
@@ -95,15 +96,15 @@ struct store_fixture {
         return r;
     }
     auto start(std::vector<dq::lease_ref> l) {
-        return dq_test::call<std::vector<dq::start_result>>(
+        return timewheel::test::call<std::vector<dq::start_result>>(
             io, [&](auto h) { store->start(std::move(l), std::move(h)); });
     }
     auto renew(std::vector<dq::lease_ref> l, dq::duration d) {
-        return dq_test::call<std::vector<dq::ack_result>>(
+        return timewheel::test::call<std::vector<dq::ack_result>>(
             io, [&](auto h) { store->renew(std::move(l), d, std::move(h)); });
     }
     auto ack(std::vector<dq::ack> a) {
-        return dq_test::call<std::vector<dq::ack_result>>(
+        return timewheel::test::call<std::vector<dq::ack_result>>(
             io, [&](auto h) { store->acknowledge(std::move(a), std::move(h)); });
     }
     dq::ack_result ack_one(const dq::claimed_task& t, dq::outcome o) {
@@ -113,11 +114,12 @@ struct store_fixture {
         return r[0];
     }
     error_code release(std::vector<dq::lease_ref> l) {
-        return std::get<0>(
-            dq_test::call<>(io, [&](auto h) { store->release(std::move(l), std::move(h)); }));
+        return std::get<0>(timewheel::test::call<>(
+            io, [&](auto h) { store->release(std::move(l), std::move(h)); }));
     }
     dq::time_point now() {
-        auto [ec, t] = dq_test::call<dq::time_point>(io, [&](auto h) { store->now(std::move(h)); });
+        auto [ec, t] =
+            timewheel::test::call<dq::time_point>(io, [&](auto h) { store->now(std::move(h)); });
         BOOST_REQUIRE(!ec);
         return t;
     }
@@ -570,9 +572,9 @@ inline void dead_letters_are_listed_in_pages(store_fixture& f) {
 inline void a_new_earliest_task_publishes_a_wakeup(store_fixture& f) {
     std::optional<std::pair<error_code, dq::time_point>> got;
     f.store->wait_wakeup([&](error_code ec, dq::time_point t) { got.emplace(ec, t); });
-    timewheel::test_support::run_for(f.io, 300ms); // let the subscription reach the server
+    timewheel::test::run_for(f.io, 300ms); // let the subscription reach the server
     BOOST_TEST(!std::get<0>(f.submit(make("w", 1h))));
-    BOOST_REQUIRE(timewheel::test_support::run_until(
+    BOOST_REQUIRE(timewheel::test::run_until(
         f.io, [&] { return got.has_value(); }, 10s));
     BOOST_TEST(!got->first);
     BOOST_TEST(got->second == f.status_ok("w").due);
@@ -580,7 +582,7 @@ inline void a_new_earliest_task_publishes_a_wakeup(store_fixture& f) {
 
 inline void earliest_due_is_the_first_delayed_task_not_a_claimed_one(store_fixture& f) {
     auto earliest = [&] {
-        auto [ec, now, e] = dq_test::call<dq::time_point, std::optional<dq::time_point>>(
+        auto [ec, now, e] = timewheel::test::call<dq::time_point, std::optional<dq::time_point>>(
             f.io, [&](auto h) { f.store->earliest_due(std::move(h)); });
         BOOST_REQUIRE_MESSAGE(!ec, ec.message());
         return std::pair(now, e);
@@ -609,13 +611,13 @@ inline void earliest_due_is_the_first_delayed_task_not_a_claimed_one(store_fixtu
 
 } // namespace store_cases
 
-} // namespace dq_test
+} // namespace timewheel::test
 
 /// One case of the suite as a Boost.Test case on a fixture made by `make`.
 #define DQ_TEST_STORE_CASE(name, make)                                                             \
     BOOST_AUTO_TEST_CASE(name) {                                                                   \
         auto fixture_ptr = make;                                                                   \
-        dq_test::store_cases::name(*fixture_ptr);                                                  \
+        timewheel::test::store_cases::name(*fixture_ptr);                                          \
     }
 
 /// The whole suite, each case on a fresh fixture from make_fixture(dq::limits).
@@ -623,7 +625,7 @@ inline void earliest_due_is_the_first_delayed_task_not_a_claimed_one(store_fixtu
     DQ_TEST_STORE_CASE(submit_answers_created_exists_and_replaced,                                 \
                        make_fixture(timewheel::dq::limits{}))                                      \
     DQ_TEST_STORE_CASE(bad_input_fails_with_its_code_and_writes_nothing,                           \
-                       make_fixture(dq_test::small_limits()))                                      \
+                       make_fixture(timewheel::test::small_limits()))                              \
     DQ_TEST_STORE_CASE(claim_start_acknowledge_finishes_a_task_with_its_log,                       \
                        make_fixture(timewheel::dq::limits{}))                                      \
     DQ_TEST_STORE_CASE(start_refuses_a_task_whose_due_time_has_not_come,                           \

@@ -14,7 +14,7 @@
 #include <timewheel/dq/store.hpp>
 #include <timewheel/dq/worker.hpp>
 
-#include "support/store_calls.hpp"
+#include <test/dq/support/store_calls.hpp>
 
 #include <boost/asio/io_context.hpp>
 #include <boost/test/unit_test.hpp>
@@ -28,12 +28,12 @@
 #include <string>
 #include <vector>
 
-namespace dq_test {
+namespace timewheel::test {
 
 namespace dq = timewheel::dq;
 using namespace std::chrono_literals;
 using boost::system::error_code;
-using timewheel::test_support::run_until;
+using timewheel::test::run_until;
 
 /// A store on an io_context, and what the worker cases ask of it.
 struct worker_fixture {
@@ -49,25 +49,26 @@ struct worker_fixture {
         t.due = due;
         t.payload = std::move(payload);
         t.retry = retry;
-        auto [ec, r, out] = dq_test::call<dq::submit_result, std::string>(
+        auto [ec, r, out] = timewheel::test::call<dq::submit_result, std::string>(
             io, [&](auto h) { store->submit(std::move(t), std::move(h)); });
         BOOST_REQUIRE_MESSAGE(!ec, ec.message());
         BOOST_REQUIRE(r == dq::submit_result::created);
         return out;
     }
     dq::time_point now() {
-        auto [ec, t] = dq_test::call<dq::time_point>(io, [&](auto h) { store->now(std::move(h)); });
+        auto [ec, t] =
+            timewheel::test::call<dq::time_point>(io, [&](auto h) { store->now(std::move(h)); });
         BOOST_REQUIRE_MESSAGE(!ec, ec.message());
         return t;
     }
     dq::task_status status(std::string id) {
-        auto [ec, st] = dq_test::call<dq::task_status>(
+        auto [ec, st] = timewheel::test::call<dq::task_status>(
             io, [&](auto h) { store->status(std::move(id), std::move(h)); });
         BOOST_REQUIRE_MESSAGE(!ec, ec.message());
         return st;
     }
     dq::cancel_result cancel(std::string id) {
-        auto [ec, r] = dq_test::call<dq::cancel_result>(
+        auto [ec, r] = timewheel::test::call<dq::cancel_result>(
             io, [&](auto h) { store->cancel(std::move(id), std::move(h)); });
         BOOST_REQUIRE_MESSAGE(!ec, ec.message());
         return r;
@@ -125,7 +126,7 @@ inline void a_task_runs_once_never_before_its_due_time_by_the_stores_clock(worke
     const auto submitted = f.now();
     f.submit("once", 400ms, "hello");
     BOOST_REQUIRE(f.wait([&] { return w.stats().acked == 1; }));
-    timewheel::test_support::run_for(f.io, 600ms); // time for a second run, which must not come
+    timewheel::test::run_for(f.io, 600ms); // time for a second run, which must not come
     BOOST_REQUIRE_EQUAL(runs.size(), 1u);
     BOOST_TEST(runs[0].id == "once");
     BOOST_TEST(runs[0].attempt == 1u);
@@ -158,7 +159,7 @@ inline void many_random_due_times_all_run_in_due_order_within_each_batch(worker_
         f.submit("r" + std::to_string(i), dq::duration(delay(rng)));
     }
     BOOST_REQUIRE(f.wait([&] { return runs.size() >= n && w.stats().acked >= n; }, 60s));
-    timewheel::test_support::run_for(f.io, 300ms);
+    timewheel::test::run_for(f.io, 300ms);
     BOOST_TEST(runs.size() == std::size_t(n));
     std::set<std::string> ids;
     std::size_t early = 0, disorder = 0;
@@ -193,7 +194,7 @@ inline void a_cancel_before_the_due_time_wins_also_over_a_prefetched_task(worker
     BOOST_TEST(f.cancel("pre") == dq::cancel_result::cancelled);
     BOOST_TEST(f.cancel("late") == dq::cancel_result::cancelled);
     BOOST_REQUIRE(f.wait([&] { return runs.size() == 1 && w.stats().stale == 1; }));
-    timewheel::test_support::run_for(f.io, 300ms);
+    timewheel::test::run_for(f.io, 300ms);
     BOOST_REQUIRE_EQUAL(runs.size(), 1u);
     BOOST_TEST(runs[0].id == "keep");
     BOOST_TEST(f.status("pre").state == dq::task_state::cancelled);
@@ -212,11 +213,11 @@ inline void a_prefetched_task_rescheduled_runs_once_at_its_new_time(worker_fixtu
     w.start();
     BOOST_REQUIRE(f.wait([&] { return w.stats().claimed == 1; }));
     const auto new_due = f.now() + 1500ms;
-    auto [ec] =
-        dq_test::call<>(f.io, [&](auto h) { f.store->reschedule("move", new_due, std::move(h)); });
+    auto [ec] = timewheel::test::call<>(
+        f.io, [&](auto h) { f.store->reschedule("move", new_due, std::move(h)); });
     BOOST_REQUIRE_MESSAGE(!ec, ec.message());
     BOOST_REQUIRE(f.wait([&] { return w.stats().acked == 1; }));
-    timewheel::test_support::run_for(f.io, 300ms);
+    timewheel::test::run_for(f.io, 300ms);
     BOOST_REQUIRE_EQUAL(runs.size(), 1u);
     BOOST_TEST(runs[0].due == new_due);
     BOOST_TEST((runs[0].store_time >= new_due), "ran before its new due time");
@@ -246,7 +247,7 @@ inline void retries_follow_the_policy_then_dead_then_requeued_runs_again(worker_
     w.start();
     f.submit("flaky", 0ms, "p", {3, 10ms, 40ms});
     BOOST_REQUIRE(f.wait([&] { return w.stats().retried == 3 && w.stats().acked == 3; }));
-    timewheel::test_support::run_for(f.io, 500ms);
+    timewheel::test::run_for(f.io, 500ms);
     BOOST_REQUIRE_EQUAL(runs.size(), 3u);
     for (std::size_t i = 0; i < runs.size(); ++i) {
         BOOST_TEST(runs[i].attempt == i + 1);
@@ -261,8 +262,8 @@ inline void retries_follow_the_policy_then_dead_then_requeued_runs_again(worker_
     BOOST_TEST(w.stats().failed == 0u);
 
     succeed = true;
-    auto [ec] =
-        dq_test::call<>(f.io, [&](auto h) { f.store->requeue_dead("flaky", 0ms, std::move(h)); });
+    auto [ec] = timewheel::test::call<>(
+        f.io, [&](auto h) { f.store->requeue_dead("flaky", 0ms, std::move(h)); });
     BOOST_REQUIRE_MESSAGE(!ec, ec.message());
     BOOST_REQUIRE(f.wait([&] { return w.stats().succeeded == 1 && w.stats().acked == 4; }));
     BOOST_TEST(runs.back().attempt == 1u);
@@ -331,7 +332,7 @@ inline void a_job_that_yields_its_slot_lets_other_tasks_run(worker_fixture& f) {
     BOOST_TEST(w->stats().running == 0u);
     BOOST_TEST(w->stats().awaiting == 2u);
     // Longer than the lease: the waiting jobs' leases are renewed.
-    timewheel::test_support::run_for(f.io, 700ms);
+    timewheel::test::run_for(f.io, 700ms);
     BOOST_TEST(w->stats().renewals > 0u);
     BOOST_TEST(f.status("wait-1").state == dq::task_state::running);
     for (auto& j : kept) {
@@ -362,7 +363,7 @@ inline void a_job_whose_lease_is_lost_is_told(worker_fixture& f) {
     f.submit("lost", 0ms);
     BOOST_REQUIRE(f.wait([&] { return kept.has_value(); }));
     BOOST_TEST(!kept->lease_lost());
-    auto [ec, r] = dq_test::call<std::vector<dq::ack_result>>(f.io, [&](auto h) {
+    auto [ec, r] = timewheel::test::call<std::vector<dq::ack_result>>(f.io, [&](auto h) {
         f.store->acknowledge(
             {dq::ack{{kept->id(), kept->task().token}, dq::outcome::failure("taken over"), {}, {}}},
             std::move(h));
@@ -386,13 +387,13 @@ inline void a_job_whose_lease_is_lost_is_told(worker_fixture& f) {
 
 } // namespace worker_cases
 
-} // namespace dq_test
+} // namespace timewheel::test
 
 /// One case as a Boost.Test case on a fixture made by `make`.
 #define DQ_TEST_WORKER_CASE(name, make)                                                            \
     BOOST_AUTO_TEST_CASE(name) {                                                                   \
         auto fixture_ptr = make;                                                                   \
-        dq_test::worker_cases::name(*fixture_ptr);                                                 \
+        timewheel::test::worker_cases::name(*fixture_ptr);                                         \
     }
 
 /// The shared worker cases, each on a fresh fixture from make_fixture().

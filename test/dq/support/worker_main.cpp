@@ -23,7 +23,7 @@
 #include <timewheel/dq/worker.hpp>
 #include <timewheel/redis/connection.hpp>
 
-#include "support/run_log.hpp"
+#include <test/dq/support/run_log.hpp>
 
 #include <boost/asio/as_tuple.hpp>
 #include <boost/asio/awaitable.hpp>
@@ -45,7 +45,7 @@
 namespace dq = timewheel::dq;
 namespace net = boost::asio;
 namespace redis = timewheel::redis;
-using timewheel::test_support::run_log_writer;
+using timewheel::test::run_log_writer;
 
 namespace {
 

@@ -17,7 +17,7 @@
 #ifndef TIMEWHEEL_TEST_REDIS_SUPPORT_CLUSTER_FIXTURE_HPP
 #define TIMEWHEEL_TEST_REDIS_SUPPORT_CLUSTER_FIXTURE_HPP
 
-#include "support/redis_fixture.hpp"
+#include <test/redis/support/redis_fixture.hpp>
 
 #include <boost/test/unit_test.hpp>
 
@@ -43,7 +43,7 @@
 
 extern char** environ;
 
-namespace timewheel::test_support {
+namespace timewheel::test {
 
 /// redis-cli: next to the redis-server in use, or on the PATH.
 inline std::string redis_cli_binary() {
@@ -215,6 +215,6 @@ private:
     int cli_runs_ = 0;
 };
 
-} // namespace timewheel::test_support
+} // namespace timewheel::test
 
 #endif // TIMEWHEEL_TEST_REDIS_SUPPORT_CLUSTER_FIXTURE_HPP

@@ -8,7 +8,7 @@
 
 #include <timewheel/redis/cluster.hpp>
 
-#include "support/redis_fixture.hpp"
+#include <test/redis/support/redis_fixture.hpp>
 
 #include <boost/asio/io_context.hpp>
 
@@ -16,7 +16,7 @@
 #include <cstddef>
 #include <stdexcept>
 
-namespace timewheel::test_support {
+namespace timewheel::test {
 
 /// cluster.async_exec(req, resp), run to completion; returns its error code.
 inline boost::system::error_code exec(boost::asio::io_context& io, redis::cluster& c,
@@ -37,6 +37,6 @@ inline boost::system::error_code exec(boost::asio::io_context& io, redis::cluste
     return result;
 }
 
-} // namespace timewheel::test_support
+} // namespace timewheel::test
 
 #endif // TIMEWHEEL_TEST_REDIS_SUPPORT_CLUSTER_RUN_HPP

@@ -8,8 +8,8 @@
 #ifndef TIMEWHEEL_TEST_SERVER_SUPPORT_API_SERVICE_HPP
 #define TIMEWHEEL_TEST_SERVER_SUPPORT_API_SERVICE_HPP
 
-#include "support/process.hpp"
-#include "support/redis_fixture.hpp"
+#include <test/redis/support/redis_fixture.hpp>
+#include <test/support/process.hpp>
 
 #include <boost/asio/connect.hpp>
 #include <boost/asio/io_context.hpp>
@@ -41,7 +41,7 @@
 #include <utility>
 #include <vector>
 
-namespace timewheel::test_support {
+namespace timewheel::test {
 
 namespace api_http = boost::beast::http;
 
@@ -133,15 +133,6 @@ private:
     boost::asio::ip::tcp::socket socket_;
     boost::beast::flat_buffer buffer_;
 };
-
-/// A new directory under /tmp named `prefix`-XXXXXX.
-inline std::filesystem::path make_temp_dir(const std::string& prefix) {
-    std::string tmpl = "/tmp/" + prefix + "-XXXXXX";
-    if (!::mkdtemp(tmpl.data())) {
-        throw std::runtime_error("make_temp_dir: mkdtemp failed");
-    }
-    return tmpl;
-}
 
 /// Starts TIMEWHEELD_BINARY into `process` with --port 0 and `args`, its output appended
 /// to `dir`/timewheeld.log (so that the log of a restarted process follows the first), and
@@ -344,6 +335,6 @@ bool eventually(Pred done, std::chrono::seconds limit = std::chrono::seconds(30)
     return done();
 }
 
-} // namespace timewheel::test_support
+} // namespace timewheel::test
 
 #endif // TIMEWHEEL_TEST_SERVER_SUPPORT_API_SERVICE_HPP

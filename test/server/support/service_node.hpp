@@ -15,8 +15,8 @@
 #ifndef TIMEWHEEL_TEST_SERVER_SUPPORT_SERVICE_NODE_HPP
 #define TIMEWHEEL_TEST_SERVER_SUPPORT_SERVICE_NODE_HPP
 
-#include "support/api_service.hpp"
-#include "support/sink.hpp"
+#include <test/server/support/api_service.hpp>
+#include <test/server/support/sink.hpp>
 
 #include <atomic>
 #include <chrono>
@@ -32,7 +32,7 @@
 #include <thread>
 #include <vector>
 
-namespace timewheel::test_support {
+namespace timewheel::test {
 
 /// The system clock in milliseconds since the epoch (the store's clock is the same
 /// machine's).
@@ -53,26 +53,10 @@ inline std::string task_json(const std::string& id, const std::string& url, int 
            json_quote(body) + R"(}, "retry": )" + retry + "}";
 }
 
-/// A temporary directory, removed with what it holds at the end of the scope.
-class temp_dir {
-public:
-    explicit temp_dir(const std::string& prefix)
-        : path_(make_temp_dir(prefix)) {}
-    ~temp_dir() {
-        std::error_code ec;
-        std::filesystem::remove_all(path_, ec);
-    }
-    temp_dir(const temp_dir&) = delete;
-    temp_dir& operator=(const temp_dir&) = delete;
-    const std::filesystem::path& path() const noexcept { return path_; }
-    /// The store URL of a SQLite file in it.
-    std::string sqlite_store(const std::string& file = "tasks.db") const {
-        return "sqlite:" + (path_ / file).string();
-    }
-
-private:
-    std::filesystem::path path_;
-};
+/// The store URL of a SQLite file in `dir`.
+inline std::string sqlite_store_url(const temp_dir& dir, const std::string& file = "tasks.db") {
+    return "sqlite:" + dir.file(file);
+}
 
 /// `t` as RFC 3339 in UTC with milliseconds ("2026-11-26T00:37:24.363Z"), for due_at
 /// (api_service.hpp's rfc3339() gives whole seconds).
@@ -259,7 +243,7 @@ private:
 };
 
 /// How many times `sink` received each task (by Idempotency-Key).
-inline std::map<std::string, std::size_t> deliveries(const timewheeld::test_support::sink& sink) {
+inline std::map<std::string, std::size_t> deliveries(const timewheel::test::sink& sink) {
     std::map<std::string, std::size_t> n;
     for (const auto& r : sink.requests()) {
         ++n[r.header("Idempotency-Key").value_or("")];
@@ -275,7 +259,7 @@ struct delivery_count {
 };
 
 inline delivery_count count_deliveries(const std::set<std::string>& accepted,
-                                       const timewheeld::test_support::sink& sink) {
+                                       const timewheel::test::sink& sink) {
     const auto seen = deliveries(sink);
     delivery_count c;
     for (const auto& id : accepted) {
@@ -291,6 +275,6 @@ inline delivery_count count_deliveries(const std::set<std::string>& accepted,
     return c;
 }
 
-} // namespace timewheel::test_support
+} // namespace timewheel::test
 
 #endif // TIMEWHEEL_TEST_SERVER_SUPPORT_SERVICE_NODE_HPP

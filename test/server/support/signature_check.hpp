@@ -11,7 +11,7 @@
 #ifndef TIMEWHEEL_TEST_SERVER_SUPPORT_SIGNATURE_CHECK_HPP
 #define TIMEWHEEL_TEST_SERVER_SUPPORT_SIGNATURE_CHECK_HPP
 
-#include "support/sink.hpp"
+#include <test/server/support/sink.hpp>
 
 #include <openssl/evp.h>
 #include <openssl/hmac.h>
@@ -21,7 +21,7 @@
 #include <string_view>
 #include <vector>
 
-namespace timewheel::test_support {
+namespace timewheel::test {
 
 /// The parts of a Timewheel-Signature header.
 struct signature_parts {
@@ -68,8 +68,7 @@ inline std::string hmac_sha256_hex(std::string_view secret, std::string_view mes
 
 /// The v2 HMAC a receiver expects for a request it got at `url` (the URL it registered).
 inline std::string expected_v2(std::string_view secret, std::string_view t,
-                               const timewheeld::test_support::recorded_request& r,
-                               std::string_view url) {
+                               const timewheel::test::recorded_request& r, std::string_view url) {
     const std::string message = std::string(t) + "\n" + r.method + "\n" + std::string(url) + "\n" +
                                 r.header("Idempotency-Key").value_or("") + "\n" +
                                 r.header("Timewheel-Attempt").value_or("") + "\n" + r.body;
@@ -78,8 +77,8 @@ inline std::string expected_v2(std::string_view secret, std::string_view t,
 
 /// Whether the request's Timewheel-Signature has a v2 entry that `secret` made for it, as
 /// received at `url`.
-inline bool signature_matches(const timewheeld::test_support::recorded_request& r,
-                              std::string_view secret, std::string_view url) {
+inline bool signature_matches(const timewheel::test::recorded_request& r, std::string_view secret,
+                              std::string_view url) {
     const auto header = r.header("Timewheel-Signature");
     const auto p = header ? split_signature(*header) : std::nullopt;
     if (!p) {
@@ -94,6 +93,6 @@ inline bool signature_matches(const timewheeld::test_support::recorded_request& 
     return false;
 }
 
-} // namespace timewheel::test_support
+} // namespace timewheel::test
 
 #endif // TIMEWHEEL_TEST_SERVER_SUPPORT_SIGNATURE_CHECK_HPP

@@ -7,8 +7,8 @@
 // CA file; a client that does not trust it must refuse the sink.
 //
 
-#ifndef TIMEWHEELD_TEST_SUPPORT_SINK_TLS_HPP
-#define TIMEWHEELD_TEST_SUPPORT_SINK_TLS_HPP
+#ifndef TIMEWHEEL_TEST_SERVER_SUPPORT_SINK_TLS_HPP
+#define TIMEWHEEL_TEST_SERVER_SUPPORT_SINK_TLS_HPP
 
 #include <boost/asio/ssl/context.hpp>
 
@@ -25,7 +25,7 @@
 #include <string>
 #include <unistd.h>
 
-namespace timewheeld::test_support {
+namespace timewheel::test {
 
 struct self_signed {
     std::string cert_pem;
@@ -111,6 +111,6 @@ private:
     std::filesystem::path path_;
 };
 
-} // namespace timewheeld::test_support
+} // namespace timewheel::test
 
-#endif
+#endif // TIMEWHEEL_TEST_SERVER_SUPPORT_SINK_TLS_HPP
