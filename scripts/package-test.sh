@@ -130,7 +130,12 @@ consumer_components() {
 
 consumer_subdirectory() {
   cmake_configure -S "$root/test/consumer_subdirectory" -B "$tmp/subdirectory"
-  cmake --build "$tmp/subdirectory" -j"$jobs"
+  # The consumer's target only, as a user's build would: what it links (the wheel alone),
+  # not every layer of the tree again (the Redis client, the queue, timewheeld: minutes).
+  cmake --build "$tmp/subdirectory" -j"$jobs" --target consumer_subdirectory
+  if find "$tmp/subdirectory" -name 'libtimewheel_*.a' | grep .; then
+    echo "a user of the wheel alone built another layer"; return 1
+  fi
   "$tmp/subdirectory/consumer_subdirectory"
 }
 
