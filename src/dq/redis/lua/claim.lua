@@ -14,7 +14,7 @@ local now = now_ms()
 seed()
 -- Expired leases first: a prefetched task goes back at its due time (it never started); a
 -- running one has used its attempt: retried now, or dead when it was the last.
-local expired = redis.call('ZRANGEBYSCORE', KL, '-inf', fmt(now), 'LIMIT', 0, 64)
+local expired = redis.call('ZRANGEBYSCORE', KL, '-inf', fmt(now), 'LIMIT', '0', '64')
 if #expired > 0 then
   local cvs = redis.call('HMGET', KK, unpack(expired))
   redis.call('HDEL', KK, unpack(expired))
@@ -54,10 +54,10 @@ local out = {now, -1}
 if limit > 0 then
   -- Ids only: the due time is the record's (the score is always the record's due time), read
   -- from its bytes, where a score costs Redis a "%.17g" and Lua a strtod.
-  local ids = redis.call('ZRANGEBYSCORE', KD, '-inf', fmt(now + horizon), 'LIMIT', 0, limit)
+  local ids = redis.call('ZRANGEBYSCORE', KD, '-inf', fmt(now + horizon), 'LIMIT', '0', ARGV[4])
   local count = #ids
   if count > 0 then
-    redis.call('ZREMRANGEBYRANK', KD, 0, count - 1)
+    redis.call('ZREMRANGEBYRANK', KD, '0', fmt(count - 1))
     -- Per task: one HMGET, no table, no number formatted (the lease expiry of a due task is
     -- the same string for all), the KK value packed at once.
     local za, ha, nz, no = {}, {}, 0, 2
@@ -98,7 +98,7 @@ if limit > 0 then
           kv = kk_encode({st = st, due = due, att = att, started = at, n = rn, token = tok,
                           worker = worker, b = b})
         end
-        if due <= now then za[nz + 1] = due_expiry else za[nz + 1] = due + lease end
+        if due <= now then za[nz + 1] = due_expiry else za[nz + 1] = fmt(due + lease) end
         za[nz + 2] = id
         ha[nz + 1] = id
         ha[nz + 2] = kv

@@ -27,10 +27,10 @@ local function flush_done(now)
   -- the list keeps up, and no more than 32 beyond that (bounded work per call).
   local over, cut = len - DONE_MAX, now - DONE_AGE
   if over <= 0 then
-    local h = redis.call('LINDEX', KDL, 0)
+    local h = redis.call('LINDEX', KDL, '0')
     if struct.unpack('>I6', h) > cut then return end
   end
-  local head = redis.call('LRANGE', KDL, 0, pushed + 31)
+  local head = redis.call('LRANGE', KDL, '0', fmt(pushed + 31))
   local ids, k = {}, 0
   for i = 1, #head do
     local e = head[i]
@@ -39,7 +39,7 @@ local function flush_done(now)
     ids[i] = string.sub(e, 7)
   end
   if k == 0 then return end
-  redis.call('LTRIM', KDL, k, -1)
+  redis.call('LTRIM', KDL, fmt(k), '-1')
   local vs = redis.call('HMGET', KDONE, unpack(ids))
   local logs = {}
   for i = 1, k do
@@ -58,10 +58,10 @@ end
 
 -- Forgets the oldest entries of the dead set beyond its age or count (bounded work).
 local function trim(key, maxn, age, now)
-  local victims = redis.call('ZRANGEBYSCORE', key, '-inf', fmt(now - age), 'LIMIT', 0, 32)
+  local victims = redis.call('ZRANGEBYSCORE', key, '-inf', fmt(now - age), 'LIMIT', '0', '32')
   local over = redis.call('ZCARD', key) - #victims - maxn
   if over > 0 then
-    local more = redis.call('ZRANGE', key, #victims, #victims + math.min(over, 32) - 1)
+    local more = redis.call('ZRANGE', key, fmt(#victims), fmt(#victims + math.min(over, 32) - 1))
     for _, v in ipairs(more) do victims[#victims + 1] = v end
   end
   if #victims == 0 then return end
