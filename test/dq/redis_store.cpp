@@ -171,13 +171,16 @@ BOOST_AUTO_TEST_CASE(the_log_keeps_each_tasks_attempts_in_order_and_is_forgotten
         BOOST_TEST(!std::get<0>(f.ack(ok)));
         finished += c.tasks.size();
     }
+    // A finished task's log moved into its "done" entry: "h" holds only the others' (dead
+    // ones here), and "done" and its order list "dl" agree.
     long long logged = 0;
     long long remembered = 0;
     for (int s = 0; s < 4; ++s) {
         const std::string p = "{t:" + std::to_string(s) + "}:";
         logged += raw_int(server(), {"HLEN", p + "h"});
-        remembered +=
-            raw_int(server(), {"ZCARD", p + "done"}) + raw_int(server(), {"ZCARD", p + "dead"});
+        const auto done = raw_int(server(), {"HLEN", p + "done"});
+        BOOST_TEST(done == raw_int(server(), {"LLEN", p + "dl"}));
+        remembered += done + raw_int(server(), {"ZCARD", p + "dead"});
     }
     BOOST_TEST(logged <= remembered);
     BOOST_TEST(remembered <= 4 * (20 + 32) + 59);
@@ -353,6 +356,40 @@ BOOST_AUTO_TEST_CASE(the_shard_count_is_fixed_at_first_use) {
     auto [ec, r, id] = timewheel::test::call<dq::submit_result, std::string>(
         f.io, [&](auto h) { other.submit(make("b", 1s), std::move(h)); });
     BOOST_TEST(ec == error_code(dq::error::not_configured));
+}
+
+BOOST_AUTO_TEST_CASE(a_queue_written_in_an_earlier_key_layout_is_refused_and_left_untouched) {
+    // Layout 1 kept finished tasks in a sorted set, and records in buckets of another hash:
+    // read with this version's scripts, its tasks would be lost or misread.
+    fixture f;
+    server().command(
+        resp_command({"HSET", "{t}:config", "shards", "4", "buckets", "8", "version", "1"}));
+    server().command(resp_command({"ZADD", "{t:0}:done", "1", "old"}));
+    auto [ec, r, id] = timewheel::test::call<dq::submit_result, std::string>(
+        f.io, [&](auto h) { f.store->submit(make("b", 1s), std::move(h)); });
+    BOOST_TEST(ec == error_code(dq::error::not_configured));
+    BOOST_TEST(raw_int(server(), {"ZCARD", "{t:0}:done"}) == 1);
+    BOOST_TEST(raw_int(server(), {"DBSIZE"}) == 2);
+}
+
+BOOST_AUTO_TEST_CASE(finished_tasks_past_done_retention_are_forgotten_with_their_logs) {
+    auto opt = fixture::small();
+    opt.shards = 1;
+    opt.done_retention = 0ms; // a finished task is past it at once
+    fixture f(opt);
+    BOOST_TEST(!std::get<0>(f.submit(make("kept", 1h))));
+    for (const auto* id : {"r1", "r2"}) {
+        BOOST_TEST(!std::get<0>(f.submit(make(id, 0ms))));
+        auto a = f.claim_and_start();
+        BOOST_TEST(a.id == id);
+        BOOST_TEST(f.ack_one(a, dq::outcome::success()) == dq::ack_result::ok);
+        BOOST_TEST(std::get<0>(f.status(id)) == error_code(dq::error::not_found));
+        // Forgotten, so a re-submit creates it again.
+        BOOST_TEST(std::get<1>(f.submit(make(id, 1h))) == dq::submit_result::created);
+    }
+    BOOST_TEST(raw_int(server(), {"HLEN", "{t:0}:done"}) == 0);
+    BOOST_TEST(raw_int(server(), {"LLEN", "{t:0}:dl"}) == 0);
+    BOOST_TEST(f.status_ok("kept").state == dq::task_state::delayed);
 }
 
 BOOST_AUTO_TEST_CASE(redis_out_of_memory_fails_the_submit_and_writes_nothing) {

@@ -24,6 +24,13 @@ std::string number(std::int64_t v) {
     return std::string(text, r.ptr);
 }
 
+void append_packed(std::string& out, std::int64_t v, std::size_t bytes) {
+    const auto u = static_cast<std::uint64_t>(v);
+    for (std::size_t i = bytes; i-- > 0;) {
+        out.push_back(static_cast<char>((u >> (8 * i)) & 0xff));
+    }
+}
+
 std::int64_t to_int(std::string_view s) {
     std::int64_t v = 0;
     std::from_chars(s.data(), s.data() + s.size(), v);

@@ -25,6 +25,11 @@ namespace timewheel::dq::detail::replies {
 /// An integer as Redis wants it in an argument.
 std::string number(std::int64_t v);
 
+/// Appends `v` as `bytes` big-endian bytes: the scripts' struct.unpack('>I6') / ('>i8') reads
+/// it without the decimal parse (strtod) that tonumber costs. Signed values in two's
+/// complement.
+void append_packed(std::string& out, std::int64_t v, std::size_t bytes);
+
 /// An integer from a string reply (0 when there is none).
 std::int64_t to_int(std::string_view s);
 

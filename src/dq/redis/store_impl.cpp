@@ -62,16 +62,23 @@ redis_store_impl::redis_store_impl(const executor_type& ex, std::unique_ptr<back
             keys_[s].push_back(p + std::string(k.suffix));
         }
     }
-    header_ = {std::string(),
-               number(static_cast<std::int64_t>(opt_.shards)),
-               number(static_cast<std::int64_t>(opt_.buckets)),
-               channel_,
-               number(static_cast<std::int64_t>(opt_.done_max)),
-               number(opt_.done_retention.count()),
-               number(static_cast<std::int64_t>(opt_.dead_max)),
-               number(opt_.dead_retention.count()),
-               number(static_cast<std::int64_t>(std::max<std::size_t>(opt_.log_maxlen, 1))),
-               number(max_due.time_since_epoch().count())};
+    // ARGV[1..3] (lua/prelude/header.lua): the prefix (set per call), the numbers packed, the
+    // channel. Every value fits 48 bits: counts are capped there (a count that large means
+    // "no limit"), and durations and due times are checked below 2^48 ms.
+    constexpr std::int64_t max48 = (std::int64_t(1) << 48) - 1;
+    const auto cap = [](std::uint64_t v) {
+        return static_cast<std::int64_t>(std::min<std::uint64_t>(v, max48));
+    };
+    std::string numbers;
+    for (const auto v :
+         {cap(opt_.shards), cap(opt_.buckets), cap(opt_.done_max),
+          cap(static_cast<std::uint64_t>(opt_.done_retention.count())), cap(opt_.dead_max),
+          cap(static_cast<std::uint64_t>(opt_.dead_retention.count())),
+          cap(std::max<std::size_t>(opt_.log_maxlen, 1)),
+          cap(static_cast<std::uint64_t>(max_due.time_since_epoch().count()))}) {
+        replies::append_packed(numbers, v, 6);
+    }
+    header_ = {std::string(), std::move(numbers), channel_};
     std::random_device rd;
     rng_.seed((std::uint64_t(rd()) << 32) ^ rd());
 }

@@ -165,8 +165,8 @@ private:
         const auto g = group(ids);
         auto st = std::make_shared<exec_state>();
         for (std::size_t c = 0; c < g.shards.size(); ++c) {
-            // Sized once: an ack is 7 arguments a task (vector growth was 4 allocations).
-            call_args a(1 + 7 * g.members[c].size());
+            // Sized once: an ack is 4 arguments a task (vector growth was 4 allocations).
+            call_args a(1 + 4 * g.members[c].size());
             push(a, g.members[c]);
             push_shard_script(st->req, script, g.shards[c], a);
         }
@@ -205,7 +205,7 @@ private:
     std::string config_key_;
     std::vector<std::vector<std::string>> keys_; // per shard, redis_keys::shard_keys in order
     std::vector<std::string> prefixes_;
-    std::vector<std::string> header_; // ARGV[1..10] of every shard script
+    std::vector<std::string> header_; // ARGV[1..3] of every shard script
     std::unique_ptr<redis::subscriber> sub_;
     std::mt19937_64 rng_;
     shard_schedule schedule_;

@@ -157,11 +157,15 @@ void redis_store_impl::acknowledge(std::vector<ack> acks,
                                   : k.outcome.what == outcome::kind::retry ? 'r'
                                   : k.outcome.what == outcome::kind::defer ? 'd'
                                                                            : 'f';
-                a.add(std::string_view(&kind, 1));
-                a.add(k.outcome.retry_after ? k.outcome.retry_after->count() : std::int64_t(-1));
+                // lua/ack.lua: kind, retry_after, started, ended packed ('>c1i8i8i8').
+                std::string packed(1, kind);
+                packed.reserve(25);
+                replies::append_packed(
+                    packed, k.outcome.retry_after ? k.outcome.retry_after->count() : -1, 8);
+                replies::append_packed(packed, k.started.time_since_epoch().count(), 8);
+                replies::append_packed(packed, k.ended.time_since_epoch().count(), 8);
+                a.args.push_back(std::move(packed));
                 a.add(k.outcome.error);
-                a.add(k.started.time_since_epoch().count());
-                a.add(k.ended.time_since_epoch().count());
             }
         },
         [](char c) { return c == 'o' ? ack_result::ok : ack_result::stale; }, std::move(h));

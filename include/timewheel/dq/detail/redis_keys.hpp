@@ -35,16 +35,18 @@ inline constexpr std::array<shard_key, 6> shard_keys{{
     {"k", "KK", "hash",
      "claimed tasks: id -> state (prefetched, running), due, attempt, started, token, worker, "
      "and where the record is (chunk count, bucket)"},
-    {"done", "KDONE", "sorted set", "finished and cancelled ids: id -> end ms"},
+    {"done", "KDONE", "hash",
+     "finished and cancelled tasks: id -> end ms, kind, and a finished task's log, packed"},
     {"dead", "KDEAD", "sorted set", "dead ids: id -> death ms"},
     {"h", "KLOG", "hash", "execution log: id -> its last attempts (log_maxlen), packed"},
 }};
 
 /// The keys of a shard that the scripts name themselves from the prefix (not in KEYS).
-inline constexpr std::array<shard_key, 3> script_named_keys{{
+inline constexpr std::array<shard_key, 4> script_named_keys{{
     {"t:<b>", "bkey(id)", "hash",
-     "task records: bucket b = (hash(id) / S) % buckets, id -> the record in chunks of 64 "
-     "bytes"},
+     "task records: bucket b = hash(id) % buckets (prelude/records.lua, bnum), id -> the "
+     "record in chunks of 64 bytes"},
+    {"dl", "KDL", "list", "KDONE's ids in the order they ended, each after its end ms (I6)"},
     {"wi", "KW", "sorted set", "index of the later slots: slot name -> slot start ms"},
     {"w:<start>", "P .. 'w:' .. name", "sorted set",
      "tasks due beyond 10 s, one slot of at most 128: id -> due ms"},
@@ -59,7 +61,8 @@ inline std::string shard_prefix(std::string_view queue, std::size_t shard) {
 }
 
 /// The queue's settings, checked once by every store that opens it: "{Q}:config", a hash
-/// (shards, buckets, version). Read by the `config` script only.
+/// (shards, buckets, version: the layout of this table, 2). Read by the `config` script only,
+/// which refuses a queue written in another layout.
 inline std::string config_key(std::string_view queue) {
     std::string k;
     k.reserve(queue.size() + 9);

@@ -1,14 +1,14 @@
 -- cancel.lua: cancels a pending task (delayed or prefetched, not running).
--- KEYS, ARGV[1..10]: the shard's keys and the common header (prelude/header.lua).
--- ARGV[11]: id.
+-- KEYS, ARGV[1..3]: the shard's keys and the common header (prelude/header.lua).
+-- ARGV[4]: id.
 -- Returns 'cancelled' | 'not_found' | 'too_late' (running, finished, dead or cancelled).
 
-local id = ARGV[11]
+local id = ARGV[4]
 local now = now_ms()
 local bk = bkey(id)
 local r, n = read_rec(bk, id)
 if not r then
-  if redis.call('ZSCORE', KDONE, id) then return 'too_late' end
+  if redis.call('HEXISTS', KDONE, id) == 1 then return 'too_late' end
   return 'not_found'
 end
 if r.st ~= PENDING then return 'too_late' end
@@ -25,6 +25,6 @@ r.st = CANCELLED
 r.updated = now
 r.payload = ''
 write_rec(bk, id, r, n)
-redis.call('ZADD', KDONE, fmt(now), id)
-trim(KDONE, DONE_MAX, DONE_AGE, now)
+done_add(id, struct.pack('>I6', now), 'c', '')
+flush_done(now)
 return 'cancelled'

@@ -1,20 +1,20 @@
 -- claim.lua: leases the tasks due within a horizon to a worker, after returning expired leases.
--- KEYS, ARGV[1..10]: the shard's keys and the common header (prelude/header.lua).
--- ARGV[11..16]: limit, horizon ms, lease ms, worker, start_due (how many of the tasks due by
+-- KEYS, ARGV[1..3]: the shard's keys and the common header (prelude/header.lua).
+-- ARGV[4..9]: limit, horizon ms, lease ms, worker, start_due (how many of the tasks due by
 --   now to start at once), token base (the caller's random prefix, new for every call).
 -- Returns {server time ms, the shard's next due ms or -1, then per task: id, token, due,
 --   attempt, payload, max_attempts, base, cap, running (1: due by now and started here, up
 --   to start_due of them; 0: prefetched)}.
 -- A token is the token base and the task's rank in the call (two characters).
 
-local limit, horizon, lease, worker = tonumber(ARGV[11]), tonumber(ARGV[12]),
-                                      tonumber(ARGV[13]), ARGV[14]
-local start_due, tbase = tonumber(ARGV[15]) or 0, ARGV[16] or ''
+local limit, horizon, lease, worker = tonumber(ARGV[4]), tonumber(ARGV[5]),
+                                      tonumber(ARGV[6]), ARGV[7]
+local start_due, tbase = tonumber(ARGV[8]) or 0, ARGV[9] or ''
 local now = now_ms()
 seed()
 -- Expired leases first: a prefetched task goes back at its due time (it never started); a
 -- running one has used its attempt: retried now, or dead when it was the last.
-local expired = redis.call('ZRANGEBYSCORE', KL, '-inf', fmt(now), 'LIMIT', 0, 64)
+local expired = redis.call('ZRANGEBYSCORE', KL, '-inf', fmt(now), 'LIMIT', '0', '64')
 if #expired > 0 then
   local cvs = redis.call('HMGET', KK, unpack(expired))
   redis.call('HDEL', KK, unpack(expired))
@@ -52,11 +52,12 @@ end
 promote(now + horizon + AHEAD)
 local out = {now, -1}
 if limit > 0 then
-  local ids = redis.call('ZRANGEBYSCORE', KD, '-inf', fmt(now + horizon), 'WITHSCORES',
-                         'LIMIT', 0, limit)
-  local count = #ids / 2
+  -- Ids only: the due time is the record's (the score is always the record's due time), read
+  -- from its bytes, where a score costs Redis a "%.17g" and Lua a strtod.
+  local ids = redis.call('ZRANGEBYSCORE', KD, '-inf', fmt(now + horizon), 'LIMIT', '0', ARGV[4])
+  local count = #ids
   if count > 0 then
-    redis.call('ZREMRANGEBYRANK', KD, 0, count - 1)
+    redis.call('ZREMRANGEBYRANK', KD, '0', fmt(count - 1))
     -- Per task: one HMGET, no table, no number formatted (the lease expiry of a due task is
     -- the same string for all), the KK value packed at once.
     local za, ha, nz, no = {}, {}, 0, 2
@@ -64,13 +65,14 @@ if limit > 0 then
     local due_expiry = string.format('%d', now + lease)
     local tl = #tbase + 2
     local tails, pads = {}, {} -- by the bucket number's length: its length byte, the padding
-    for i = 1, #ids, 2 do
-      local id, due = ids[i], tonumber(ids[i + 1])
+    for i = 1, count do
+      local id = ids[i]
       local b = bnum(id)
       local bk = P .. 't:' .. b
       local v = redis.call('HMGET', bk, id, id .. C2)
       if v[1] then
         local s, rn = rec_string(bk, id, v[1], v[2])
+        local due = struct.unpack('>I6', s, 9)
         local att, mx, bs, cp, payload = claim_fields(s)
         att = att + 1
         local st, at, run = PREFETCHED, 0, 0
@@ -81,7 +83,7 @@ if limit > 0 then
         end
         local tok, kv
         if tbase ~= '' then
-          local k = (i - 1) / 2
+          local k = i - 1
           tok = tbase .. string.char(48 + k % 64, 48 + (k - k % 64) / 64 % 64)
           local tail = tails[#b]
           if not tail then
@@ -96,7 +98,7 @@ if limit > 0 then
           kv = kk_encode({st = st, due = due, att = att, started = at, n = rn, token = tok,
                           worker = worker, b = b})
         end
-        if due <= now then za[nz + 1] = due_expiry else za[nz + 1] = due + lease end
+        if due <= now then za[nz + 1] = due_expiry else za[nz + 1] = fmt(due + lease) end
         za[nz + 2] = id
         ha[nz + 1] = id
         ha[nz + 2] = kv

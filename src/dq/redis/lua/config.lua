@@ -2,12 +2,19 @@
 -- Not a shard script: no prelude.
 -- KEYS[1]: {Q}:config (a hash: shards, buckets, version).
 -- ARGV[1..2]: shards, buckets.
--- Returns 1 (recorded or the same), 0 (the queue exists with another shape).
+-- Returns 1 (recorded or the same), 0 (the queue exists with another shape or layout).
 
+-- The version is the key layout's (redis_keys.hpp): 2 since finished tasks moved from a sorted
+-- set to a hash and a list, and records to buckets of another hash. A queue written in another
+-- layout is refused, never read wrongly.
+local LAYOUT = '2'
 local s = redis.call('HGET', KEYS[1], 'shards')
 if not s then
-  redis.call('HSET', KEYS[1], 'shards', ARGV[1], 'buckets', ARGV[2], 'version', '1')
+  redis.call('HSET', KEYS[1], 'shards', ARGV[1], 'buckets', ARGV[2], 'version', LAYOUT)
   return 1
 end
-if s ~= ARGV[1] or redis.call('HGET', KEYS[1], 'buckets') ~= ARGV[2] then return 0 end
+if s ~= ARGV[1] or redis.call('HGET', KEYS[1], 'buckets') ~= ARGV[2] or
+   redis.call('HGET', KEYS[1], 'version') ~= LAYOUT then
+  return 0
+end
 return 1

@@ -1,9 +1,9 @@
 -- delete_dead.lua: forgets a dead task (its record and log).
--- KEYS, ARGV[1..10]: the shard's keys and the common header (prelude/header.lua).
--- ARGV[11]: id.
+-- KEYS, ARGV[1..3]: the shard's keys and the common header (prelude/header.lua).
+-- ARGV[4]: id.
 -- Returns 'ok'; error 'DQ not_found'.
 
-local id = ARGV[11]
+local id = ARGV[4]
 if redis.call('ZREM', KDEAD, id) == 0 then return redis.error_reply('DQ not_found') end
 local bk = bkey(id)
 local head = redis.call('HGET', bk, id)

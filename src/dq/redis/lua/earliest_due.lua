@@ -1,6 +1,6 @@
 -- earliest_due.lua: for monitoring (the age of the oldest due task); reads only.
--- KEYS, ARGV[1..10]: the shard's keys and the common header (prelude/header.lua).
--- ARGV[11..]: none.
+-- KEYS, ARGV[1..3]: the shard's keys and the common header (prelude/header.lua).
+-- ARGV[4..]: none.
 -- Returns {Redis's clock ms, the shard's earliest delayed due ms or -1}.
 
 local now = now_ms()

@@ -1,16 +1,16 @@
 -- reschedule.lua: moves a pending task (delayed or prefetched, not running) to a new due time.
--- KEYS, ARGV[1..10]: the shard's keys and the common header (prelude/header.lua).
--- ARGV[11..13]: id, kind ('a' | 'r'), due ms.
+-- KEYS, ARGV[1..3]: the shard's keys and the common header (prelude/header.lua).
+-- ARGV[4..6]: id, kind ('a' | 'r'), due ms.
 -- Returns 'ok'; errors 'DQ due_out_of_range', 'DQ not_found', 'DQ wrong_state'.
 
-local id = ARGV[11]
+local id = ARGV[4]
 local now = now_ms()
-local due = due_from(ARGV[12], ARGV[13], now)
+local due = due_from(ARGV[5], ARGV[6], now)
 if not due then return redis.error_reply('DQ due_out_of_range') end
 local bk = bkey(id)
 local r, n = read_rec(bk, id)
 if not r then
-  if redis.call('ZSCORE', KDONE, id) then return redis.error_reply('DQ wrong_state') end
+  if redis.call('HEXISTS', KDONE, id) == 1 then return redis.error_reply('DQ wrong_state') end
   return redis.error_reply('DQ not_found')
 end
 if r.st ~= PENDING then return redis.error_reply('DQ wrong_state') end

@@ -1,16 +1,16 @@
 -- start.lua: marks leased tasks running (their attempt begins), once due by Redis's clock.
--- KEYS, ARGV[1..10]: the shard's keys and the common header (prelude/header.lua).
--- ARGV[11..]: (id, token) pairs.
+-- KEYS, ARGV[1..3]: the shard's keys and the common header (prelude/header.lua).
+-- ARGV[4..]: (id, token) pairs.
 -- Returns one letter per lease: 'r' started, 's' stale, 'e' too early.
 
 local now = now_ms()
 local res, ha, ids, nh = {}, {}, {}, 0
-for i = 11, #ARGV, 2 do ids[#ids + 1] = ARGV[i] end
+for i = 4, #ARGV, 2 do ids[#ids + 1] = ARGV[i] end
 local cvs = redis.call('HMGET', KK, unpack(ids))
 local started = nil
 for j = 1, #ids do
   local cv = cvs[j]
-  if not cv or kk_token(cv) ~= ARGV[10 + 2 * j] then
+  if not cv or kk_token(cv) ~= ARGV[3 + 2 * j] then
     res[j] = 's'
   elseif struct.unpack('>I6', cv, 2) > now then
     res[j] = 'e'

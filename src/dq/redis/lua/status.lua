@@ -1,18 +1,19 @@
 -- status.lua: a task's state, request and execution log (reads only).
--- KEYS, ARGV[1..10]: the shard's keys and the common header (prelude/header.lua).
--- ARGV[11]: id.
+-- KEYS, ARGV[1..3]: the shard's keys and the common header (prelude/header.lua).
+-- ARGV[4]: id.
 -- Returns {state, attempt, due, created, updated, max_attempts, base, cap, error, payload,
 --   then per log entry: attempt, worker, started, ended, outcome, error};
 --   error 'DQ not_found'.
 
-local id = ARGV[11]
+local id = ARGV[4]
 local bk = bkey(id)
 local r = read_rec(bk, id)
-local out
+local out, v
 if not r then
-  local done = redis.call('ZSCORE', KDONE, id)
+  local done = redis.call('HGET', KDONE, id)
   if not done then return redis.error_reply('DQ not_found') end
-  out = {'finished', 0, 0, 0, tonumber(done), DEF_MAX, DEF_BASE, DEF_CAP, '', ''}
+  out = {'finished', 0, 0, 0, struct.unpack('>I6', done), DEF_MAX, DEF_BASE, DEF_CAP, '', ''}
+  v = string.sub(done, 8)
 else
   local state, att, due = 'delayed', r.att, 0
   if r.st == DEAD then
@@ -30,9 +31,9 @@ else
     end
   end
   out = {state, att, due, r.created, r.updated, r.max, r.base, r.cap, r.err, r.payload}
+  v = redis.call('HGET', KLOG, id)
 end
 local NAMES = {s = 'success', f = 'failure', r = 'retry', l = 'lease_expired'}
-local v = redis.call('HGET', KLOG, id)
 if v then
   for _, e in ipairs(log_entries(v)) do
     out[#out + 1] = e[1]; out[#out + 1] = e[2]; out[#out + 1] = e[3]

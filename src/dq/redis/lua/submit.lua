@@ -1,13 +1,13 @@
 -- submit.lua: adds a task, or replaces a pending one's payload and due time.
--- KEYS, ARGV[1..10]: the shard's keys and the common header (prelude/header.lua).
--- ARGV[11..18]: id, kind ('a' absolute, 'r' relative), due ms, payload, max_attempts, base ms,
+-- KEYS, ARGV[1..3]: the shard's keys and the common header (prelude/header.lua).
+-- ARGV[4..11]: id, kind ('a' absolute, 'r' relative), due ms, payload, max_attempts, base ms,
 --   cap ms, replace ('1' to replace a pending, unclaimed task).
 -- Returns 'created' | 'replaced' | 'exists' (the id is known: pending, finished, cancelled or
 --   dead); error 'DQ due_out_of_range'.
 
-local id, payload, replace = ARGV[11], ARGV[14], ARGV[18] == '1'
+local id, payload, replace = ARGV[4], ARGV[7], ARGV[11] == '1'
 local now = now_ms()
-local due = due_from(ARGV[12], ARGV[13], now)
+local due = due_from(ARGV[5], ARGV[6], now)
 if not due then return redis.error_reply('DQ due_out_of_range') end
 local bk = bkey(id)
 local r, n = read_rec(bk, id)
@@ -25,9 +25,9 @@ if r then
   end
   return 'exists'
 end
-if redis.call('ZSCORE', KDONE, id) then return 'exists' end
+if redis.call('HEXISTS', KDONE, id) == 1 then return 'exists' end
 write_rec(bk, id, {st = PENDING, created = now, updated = now, due = due,
-                   max = tonumber(ARGV[15]), base = tonumber(ARGV[16]), cap = tonumber(ARGV[17]),
+                   max = tonumber(ARGV[8]), base = tonumber(ARGV[9]), cap = tonumber(ARGV[10]),
                    att = 0, err = '', payload = payload}, 0)
 place(id, due, now)
 wake({[due] = true})

@@ -15,24 +15,25 @@
 -- claim, start and ack never rewrite a record on the way to success, and a successful ack
 -- deletes it without reading it or hashing its id.
 
--- djb2 modulo 2^32, three bytes per step (h < 2^32 stays exact: h * 33^3 < 2^48).
-local function hash(id)
-  local h, n, i = 5381, #id, 1
-  while i <= n do
-    local a, b, c = string.byte(id, i, i + 2)
-    h = h * 33 + a
-    if b then h = h * 33 + b end
-    if c then h = h * 33 + c end
-    h = h % 4294967296
-    i = i + 3
-  end
-  return h
-end
--- The record's bucket number as it appears in its key (bnum), and the key. '%d' costs half
--- of tostring's '%.14g' and spells an integer below 2^53 the same.
+-- The record's bucket number as it appears in its key. The hash reads the id 8 bytes at a
+-- time at three places (its start, its middle, its end: all of an id of up to 24 bytes, and
+-- the parts where ids usually differ, counters and random tails, of a longer one), each read
+-- one struct.unpack, folded modulo the prime 2^31 - 1 (exact in a double). A hash of every
+-- byte cost 1.5 us a task in Lua, claim's largest per-task cost; this one costs 0.3. Ids
+-- that differ only in a middle part away from those places share a bucket, which then grows
+-- past a listpack: correct, and larger. '%d' spells an integer below 2^53 as it is.
+local function fold(x, a, b) return ((x * 8191 + a) % 2147483647 * 8191 + b) % 2147483647 end
 local function bnum(id)
-  local h = hash(id)
-  return string.format('%d', (h - h % S) / S % B)
+  local n = #id
+  local x = n
+  if n >= 8 then
+    x = fold(x, struct.unpack('>I4I4', id, 1))
+    if n > 8 then x = fold(x, struct.unpack('>I4I4', id, n - 7)) end
+    if n > 16 then x = fold(x, struct.unpack('>I4I4', id, (n - n % 2) / 2 - 3)) end
+  else
+    for i = 1, n do x = (x * 257 + string.byte(id, i)) % 2147483647 end
+  end
+  return string.format('%d', x % B)
 end
 local function bkey(id) return P .. 't:' .. bnum(id) end
 local function chunk_name(id, k) return id .. '\0' .. string.char(k - 1) end

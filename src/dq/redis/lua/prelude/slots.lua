@@ -12,7 +12,7 @@
 local W, AHEAD, SLOT_MAX = 10000, 10000, 128
 local KW = P .. 'wi'
 local function covering(due)
-  return redis.call('ZRANGE', KW, due, '-inf', 'BYSCORE', 'REV', 'LIMIT', 0, 1)[1]
+  return redis.call('ZRANGE', KW, fmt(due), '-inf', 'BYSCORE', 'REV', 'LIMIT', '0', '1')[1]
 end
 -- Splits the full slot `name` at its median due time (the tasks due from it on move to a new
 -- slot); nothing when all its tasks are due at the same ms.
@@ -21,11 +21,11 @@ local function split(name)
   -- A slot whose tasks are all due at one ms cannot split, and stays full: say so from its
   -- two ends, without reading it whole at every submit (which made a burst of tasks due at
   -- one ms cost O(n) each).
-  if redis.call('ZRANGE', key, 0, 0, 'WITHSCORES')[2] ==
-     redis.call('ZRANGE', key, -1, -1, 'WITHSCORES')[2] then
+  if redis.call('ZRANGE', key, '0', '0', 'WITHSCORES')[2] ==
+     redis.call('ZRANGE', key, '-1', '-1', 'WITHSCORES')[2] then
     return
   end
-  local m = redis.call('ZRANGE', key, 0, -1, 'WITHSCORES')
+  local m = redis.call('ZRANGE', key, '0', '-1', 'WITHSCORES')
   local first = tonumber(m[2])
   local mid = tonumber(m[2 * math.floor(#m / 4) + 2])
   if mid <= first then
@@ -45,24 +45,24 @@ local function split(name)
   end
   local new = string.format('%.0f', mid)
   redis.call('ZADD', P .. 'w:' .. new, unpack(args))
-  redis.call('ZREMRANGEBYSCORE', key, mid, '+inf')
-  redis.call('ZADD', KW, mid, new)
+  redis.call('ZREMRANGEBYSCORE', key, new, '+inf')
+  redis.call('ZADD', KW, new, new)
 end
 local function place(id, due, now)
   if due <= now + AHEAD then
-    redis.call('ZADD', KD, due, id)
+    redis.call('ZADD', KD, fmt(due), id)
     return
   end
   local name = covering(due)
   if not name then
     local slot = math.floor(due / W)
-    name = tostring(slot)
-    redis.call('ZADD', KW, slot * W, name)
+    name = fmt(slot)
+    redis.call('ZADD', KW, fmt(slot * W), name)
   elseif redis.call('ZCARD', P .. 'w:' .. name) >= SLOT_MAX then
     split(name)
     name = covering(due)
   end
-  redis.call('ZADD', P .. 'w:' .. name, due, id)
+  redis.call('ZADD', P .. 'w:' .. name, fmt(due), id)
 end
 local function unplace(id, due)
   if redis.call('ZREM', KD, id) == 1 then return end
@@ -75,11 +75,11 @@ local function unplace(id, due)
 end
 -- Moves the slots that start by `limit` into KD (at most 64 slots a call, oldest first).
 local function promote(limit)
-  local slots = redis.call('ZRANGEBYSCORE', KW, '-inf', limit, 'LIMIT', 0, 64)
+  local slots = redis.call('ZRANGEBYSCORE', KW, '-inf', fmt(limit), 'LIMIT', '0', '64')
   if #slots == 0 then return end
   for _, slot in ipairs(slots) do
     local key = P .. 'w:' .. slot
-    local m = redis.call('ZRANGE', key, 0, -1, 'WITHSCORES')
+    local m = redis.call('ZRANGE', key, '0', '-1', 'WITHSCORES')
     local args = {}
     for i = 1, #m, 2 do
       args[#args + 1] = m[i + 1]
@@ -96,11 +96,11 @@ local function promote(limit)
 end
 -- The shard's earliest delayed due time, or nil.
 local function earliest()
-  local h = redis.call('ZRANGE', KD, 0, 0, 'WITHSCORES')
+  local h = redis.call('ZRANGE', KD, '0', '0', 'WITHSCORES')
   local e = h[2] and tonumber(h[2])
-  local w = redis.call('ZRANGE', KW, 0, 0, 'WITHSCORES')
+  local w = redis.call('ZRANGE', KW, '0', '0', 'WITHSCORES')
   if w[2] and (not e or tonumber(w[2]) < e) then
-    local f = redis.call('ZRANGE', P .. 'w:' .. w[1], 0, 0, 'WITHSCORES')
+    local f = redis.call('ZRANGE', P .. 'w:' .. w[1], '0', '0', 'WITHSCORES')
     if f[2] and (not e or tonumber(f[2]) < e) then e = tonumber(f[2]) end
   end
   return e
@@ -109,7 +109,7 @@ end
 -- shard's earliest: workers lower their cached next-due of that shard.
 local function wake(dues)
   local e = earliest()
-  if e and dues[e] then redis.call('PUBLISH', CHAN, e .. ' ' .. P) end
+  if e and dues[e] then redis.call('PUBLISH', CHAN, fmt(e) .. ' ' .. P) end
 end
 
 local function due_from(kind, value, now)
