@@ -25,8 +25,9 @@
 #include <boost/asio/ssl/error.hpp>
 #include <boost/asio/use_awaitable.hpp>
 #include <boost/asio/write.hpp>
+#include <boost/beast/http/basic_parser.hpp>
 #include <boost/beast/http/read.hpp>
-#include <boost/beast/http/string_body.hpp>
+#include <boost/beast/http/rfc7230.hpp>
 
 #include <algorithm>
 #include <system_error>
@@ -143,7 +144,58 @@ verdict verdict_of(unsigned status) {
     return verdict::fail;
 }
 
-using response_parser = http::response_parser<http::string_body>;
+// What the verdict reads of an answer, parsed by Beast's own parser (its header and body
+// limits, its chunk and framing checks) without keeping the rest: the status, the first
+// Retry-After, Location and Connection (as basic_fields::find and keep_alive() would see
+// them), the body counted and dropped. An http::response_parser would allocate a node per
+// header field and keep the body, on every call, for nothing.
+class response_parser : public http::basic_parser<false> {
+public:
+    unsigned result_int() const noexcept { return status_; }
+    const std::optional<std::string>& retry_after() const noexcept { return retry_after_; }
+    const std::optional<std::string>& location() const noexcept { return location_; }
+    // As http::message::keep_alive(): the version and the first Connection field.
+    bool keep_alive() const {
+        if (version_ < 11)
+            return connection_ && http::token_list(*connection_).exists("keep-alive");
+        return !connection_ || !http::token_list(*connection_).exists("close");
+    }
+
+private:
+    static void keep_first(std::optional<std::string>& slot, beast::string_view value) {
+        if (!slot)
+            slot.emplace(value.data(), value.size());
+    }
+    void on_request_impl(http::verb, beast::string_view, beast::string_view, int,
+                         error_code&) override {}
+    void on_response_impl(int code, beast::string_view, int version, error_code&) override {
+        status_ = static_cast<unsigned>(code);
+        version_ = version;
+    }
+    void on_field_impl(http::field name, beast::string_view, beast::string_view value,
+                       error_code&) override {
+        if (name == http::field::retry_after)
+            keep_first(retry_after_, value);
+        else if (name == http::field::location)
+            keep_first(location_, value);
+        else if (name == http::field::connection)
+            keep_first(connection_, value);
+    }
+    void on_header_impl(error_code&) override {}
+    void on_body_init_impl(const boost::optional<std::uint64_t>&, error_code&) override {}
+    std::size_t on_body_impl(beast::string_view body, error_code&) override { return body.size(); }
+    void on_chunk_header_impl(std::uint64_t, beast::string_view, error_code&) override {}
+    std::size_t on_chunk_body_impl(std::uint64_t, beast::string_view body, error_code&) override {
+        return body.size();
+    }
+    void on_finish_impl(error_code&) override {}
+
+    unsigned status_ = 0;
+    int version_ = 11;
+    std::optional<std::string> retry_after_;
+    std::optional<std::string> location_;
+    std::optional<std::string> connection_;
+};
 
 // Interim answers (100 Continue, 103 Early Hints) before the final one are read and
 // dropped (RFC 9110 15.2: a client must accept them even unasked); past this many, the
@@ -174,11 +226,11 @@ net::awaitable<error_code> exchange(Stream& s, connection& c, call_op& op, const
                                          net::redirect_error(net::use_awaitable, ec));
         // A Content-Length past the body limit fails the header itself, its status read:
         // that status is the answer, the body is not read.
-        if (ec == http::error::body_limit && parser->get().result_int() >= 200)
+        if (ec == http::error::body_limit && parser->result_int() >= 200)
             got_header = true;
         if (ec)
             co_return ec;
-        const auto status = parser->get().result_int();
+        const auto status = parser->result_int();
         if (status >= 200 || status == 101)
             break;
         if (interim == max_interim_answers) {
@@ -327,19 +379,17 @@ net::awaitable<outcome> run_call(state_ptr st, std::shared_ptr<call_op> op, call
     }
     op->conn = nullptr;
 
-    const auto& res = parser->get();
+    const auto& res = *parser;
     outcome o;
     o.result.status = res.result_int();
     o.result.verdict = verdict_of(o.result.status);
-    if (auto it = res.find(http::field::retry_after); it != res.end())
-        o.result.retry_after =
-            parse_retry_after(std::string_view(it->value()), std::chrono::system_clock::now());
+    if (const auto& ra = res.retry_after())
+        o.result.retry_after = parse_retry_after(*ra, std::chrono::system_clock::now());
     if (o.result.status >= 300 && o.result.status < 400) {
         o.ec = error::redirect_refused;
-        auto loc = res.find(http::field::location);
+        const auto& loc = res.location();
         o.result.error = "HTTP " + std::to_string(o.result.status) + " from " + u.origin() +
-                         " is a redirect" +
-                         (loc != res.end() ? " to " + std::string(loc->value()) : "") +
+                         " is a redirect" + (loc ? " to " + *loc : "") +
                          "; redirects are not followed";
     } else if (ec && ec != http::error::body_limit) {
         // The header came, the rest is broken (a flood of chunk extensions or trailers, a
