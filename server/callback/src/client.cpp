@@ -311,7 +311,7 @@ net::awaitable<outcome> run_call(state_ptr st, std::shared_ptr<call_op> op, call
             std::chrono::duration<double>(1.0 / st->opt.rate_limit_per_host));
         now = steady::now();
         auto turn = std::max(now, pool.next_slot);
-        if (turn > op->deadline.expiry()) {
+        if (turn > op->expiry) {
             auto o = make_outcome(error::rate_limited, verdict::retry,
                                   "rate limit of " + u.origin() + " reached");
             o.result.retry_after = std::chrono::ceil<std::chrono::seconds>(turn - now);
@@ -458,22 +458,54 @@ void client::close() {
     }
 }
 
+namespace {
+
+// A call enters the client's list of calls in flight (close() ends them) with its deadline
+// armed...
+std::shared_ptr<call_op> enter(client::state& st, const net::any_io_executor& ex,
+                               const call_request& req) {
+    auto op = std::make_shared<call_op>();
+    op->timeout = req.spec.timeout.count() > 0 ? req.spec.timeout : st.opt.total_timeout;
+    op->expiry = steady::now() + op->timeout;
+    if (st.opt.deadline_on_wheel) {
+        op->wheel_deadline.emplace(ex, call_op::expire{op.get()});
+        op->wheel_deadline->expires_at(op->expiry);
+    } else {
+        op->deadline.emplace(ex, op->expiry);
+        op->deadline->async_wait([op](error_code ec) {
+            if (!ec)
+                op->expired();
+        });
+    }
+    op->next = st.ops;
+    if (st.ops)
+        st.ops->prev = op.get();
+    st.ops = op.get();
+    return op;
+}
+
+// ... and leaves it, its deadline disarmed, however it ended.
+void leave(client::state& st, call_op& op) {
+    if (op.prev)
+        op.prev->next = op.next;
+    else
+        st.ops = op.next;
+    if (op.next)
+        op.next->prev = op.prev;
+    op.cancel_deadline();
+}
+
+outcome internal_error(const std::exception& x) {
+    return make_outcome(make_error_code(std::errc::io_error), verdict::retry,
+                        std::string("internal error: ") + x.what());
+}
+
+} // namespace
+
 void client::start(call_request req,
                    net::any_completion_handler<void(error_code, call_result)> handler) {
     auto st = state_;
-    auto op = std::make_shared<call_op>(ex_);
-    op->timeout = req.spec.timeout.count() > 0 ? req.spec.timeout : st->opt.total_timeout;
-    op->deadline.expires_after(op->timeout);
-    op->next = st->ops;
-    if (st->ops)
-        st->ops->prev = op.get();
-    st->ops = op.get();
-    op->deadline.async_wait([op](error_code ec) {
-        if (!ec && !op->stop) {
-            op->stop = error::timeout;
-            op->abort();
-        }
-    });
+    auto op = enter(*st, ex_, req);
     auto slot = net::get_associated_cancellation_slot(handler);
     if (slot.is_connected())
         slot.assign([op](net::cancellation_type) {
@@ -485,20 +517,12 @@ void client::start(call_request req,
                       auto slot = net::get_associated_cancellation_slot(h);
                       if (slot.is_connected())
                           slot.clear();
-                      if (op->prev)
-                          op->prev->next = op->next;
-                      else
-                          st->ops = op->next;
-                      if (op->next)
-                          op->next->prev = op->prev;
-                      op->deadline.cancel();
+                      leave(*st, *op);
                       if (e) {
                           try {
                               std::rethrow_exception(e);
                           } catch (const std::exception& x) {
-                              out =
-                                  make_outcome(make_error_code(std::errc::io_error), verdict::retry,
-                                               std::string("internal error: ") + x.what());
+                              out = internal_error(x);
                           }
                       }
                       auto hex = net::get_associated_executor(h, st->ex);
@@ -506,6 +530,24 @@ void client::start(call_request req,
                           std::move(h)(out.ec, std::move(out.result));
                       });
                   });
+}
+
+net::awaitable<std::pair<error_code, call_result>> client::call(call_request req) {
+    auto st = state_;
+    auto op = enter(*st, ex_, req);
+    // Left however the coroutine ends, even destroyed unfinished with its io_context.
+    struct leaving {
+        client::state& st;
+        call_op& op;
+        ~leaving() { leave(st, op); }
+    } on_exit{*st, *op};
+    outcome out;
+    try {
+        out = co_await run_call(st, op, std::move(req));
+    } catch (const std::exception& x) {
+        out = internal_error(x);
+    }
+    co_return std::pair<error_code, call_result>(out.ec, std::move(out.result));
 }
 
 } // namespace timewheeld::callback
