@@ -1,15 +1,16 @@
 //
 // server/callback/src/client.cpp
 //
-// The client is one coroutine per call (co_spawn on the client's executor), with the shared
-// state in client::state: the pools per origin, the calls in flight (so that close() can end
-// them) and the TLS context. A call never waits on anything that its deadline, its
-// cancellation slot or close() cannot interrupt: each of them sets the reason and
-// call_op::abort() cancels the one thing the call is waiting on (the resolver, the socket or
-// the timer of its place in the queue). This file runs a call: its slot in the origin's
-// pool, a kept-alive connection or a new one (connect.cpp), one exchange (the request from
-// request.cpp, the answer read within its limits) and the verdict; call.hpp holds what the
-// parts share.
+// A call is one coroutine, run_call: co_spawned on the client's executor by async_call, or
+// awaited inside the caller's coroutine by call() (the dispatcher's way: no second coroutine,
+// handler or completion per task). The shared state is in client::state: the pools per
+// origin, the calls in flight (so that close() can end them) and the TLS context. A call
+// never waits on anything that its deadline, its cancellation slot or close() cannot
+// interrupt: each of them sets the reason and call_op::abort() cancels the one thing the call
+// is waiting on (the resolver, the socket or the timer of its place in the queue). This file
+// runs a call: its slot in the origin's pool, a kept-alive connection or a new one
+// (connect.cpp), one exchange (the request from request.cpp, the answer read within its
+// limits) and the verdict; call.hpp holds what the parts share.
 //
 #include <timewheeld/callback/client.hpp>
 
