@@ -12,9 +12,11 @@
 # submits, 20,000 callbacks, lateness over 5 s.
 #
 # Builds timewheeld and timewheeld_bench in Release in $BUILD_DIR (default build-release/).
-# Usage: scripts/bench-server.sh [--quick] [--only redis|sqlite] [--threads N]
+# Usage: scripts/bench-server.sh [--quick] [--only redis|sqlite] [--threads N] [--sqlite-threads N]
 #                                [--keep-log FILE] [--perf DIR] [-- timewheeld flags...]
-#   --threads N   timewheeld's --threads with the Redis store (SQLite runs with 1)
+#   --threads N   timewheeld's --threads with the Redis store
+#   --sqlite-threads N  timewheeld's --threads with the SQLite store (default 1; the threads
+#                 share one database file, each with a connection of its own)
 #   --perf DIR    perf record -g on timewheeld during each callbacks run, into DIR/perf-STORE.data
 # Environment: BUILD_DIR (above), TIMEWHEELD (a timewheeld binary to run instead of the
 # one built, for A/B runs), JOBS (build parallelism).
@@ -25,6 +27,7 @@ bash scripts/setup.sh
 quick=0
 only=""
 threads=1
+sqlite_threads=1
 keep_log=""
 perf_dir=""
 extra=()
@@ -33,6 +36,7 @@ while [ $# -gt 0 ]; do
     --quick) quick=1; shift ;;
     --only) only="$2"; shift 2 ;;
     --threads) threads="$2"; shift 2 ;;
+    --sqlite-threads) sqlite_threads="$2"; shift 2 ;;
     --keep-log) keep_log="$2"; shift 2 ;;
     --perf) perf_dir="$2"; shift 2 ;;
     --) shift; extra=("$@"); break ;;
@@ -75,6 +79,7 @@ start_timewheeld() { # $1 = redis or sqlite
     t="$threads"
   else
     store="sqlite:$dir/bench$seq.db"
+    t="$sqlite_threads"
   fi
   rm -f "$dir/port"
   "$tw" --port 0 --port-file "$dir/port" --store "$store" --threads "$t" \
@@ -129,7 +134,7 @@ done
 load_after=$(cut -d' ' -f1-3 /proc/loadavg)
 
 echo
-echo "timewheeld (--threads $threads with Redis, 1 with SQLite${extra:+, ${extra[*]}}), redis-server" \
+echo "timewheeld (--threads $threads with Redis, $sqlite_threads with SQLite${extra:+, ${extra[*]}}), redis-server" \
      "$(redis-server --version | awk '{print $3}' | cut -d= -f2) (--save '' --appendonly no)," \
      "SQLite $(sqlite3 --version 2>/dev/null | awk '{print $1}' || echo '?') (synchronous=FULL)," \
      "$(nproc) cores ($(sed -n 's/^model name\s*: //p' /proc/cpuinfo | head -1))," \

@@ -1,7 +1,8 @@
 // The callback client over real HTTP on 127.0.0.1, against the recording sink
 // (support/sink.hpp): every verdict, Retry-After, the headers and the signature, keep-alive
 // reuse, the concurrency cap, the rate limit and the 429 back-off, both timeouts,
-// cancellation and close(), and the SSRF rules (refused before any connection).
+// cancellation and close(), the SSRF rules (refused before any connection), and client::call()
+// inside a coroutine with its deadline on the timing wheel.
 #include <timewheeld/callback/client.hpp>
 
 #include <timewheeld/callback/signature.hpp>
@@ -15,6 +16,8 @@
 
 #include <boost/asio/bind_cancellation_slot.hpp>
 #include <boost/asio/cancellation_signal.hpp>
+#include <boost/asio/co_spawn.hpp>
+#include <boost/asio/detached.hpp>
 
 #include <netinet/in.h>
 #include <sys/socket.h>
@@ -642,4 +645,70 @@ BOOST_AUTO_TEST_CASE(content_length_as_the_method_wants_it) {
     BOOST_TEST(got[2].body == "abc");
     BOOST_TEST(got[2].method == "DELETE");
     BOOST_TEST(got[2].header("User-Agent").value_or("") == "timewheeld");
+}
+
+// client::call() runs the call inside the caller's coroutine (what the dispatcher does), with
+// its deadline on the io_context's timing wheel: the same answers, the same timeout, the
+// same close(), and a kept-alive connection reused.
+BOOST_AUTO_TEST_CASE(a_call_inside_a_coroutine_with_its_deadline_on_the_wheel_behaves_alike) {
+    sink s;
+    net::io_context io;
+    client_options o = loopback_options();
+    o.deadline_on_wheel = true;
+    o.total_timeout = std::chrono::milliseconds(300);
+    client c(io.get_executor(), o);
+    auto in_coroutine = [&](call_request r) {
+        std::optional<answer> out;
+        net::co_spawn(
+            io,
+            [&, r = std::move(r)]() mutable -> net::awaitable<void> {
+                auto [ec, res] = co_await c.call(std::move(r));
+                out = answer{ec, res};
+            },
+            net::detached);
+        io.restart();
+        timewheel::test::run(io);
+        BOOST_REQUIRE(out);
+        return *out;
+    };
+    s.respond([](const recorded_request&) { return status(503, {{"Retry-After", "7"}}); });
+    auto a = in_coroutine(request_to(s.url()));
+    BOOST_TEST(!a.ec);
+    BOOST_TEST(a.result.status == 503u);
+    BOOST_TEST((a.result.verdict == verdict::retry));
+    BOOST_TEST((a.result.retry_after == std::chrono::seconds(7)));
+    s.respond([](const recorded_request&) { return status(200); });
+    a = in_coroutine(request_to(s.url()));
+    BOOST_TEST((a.result.verdict == verdict::success));
+    BOOST_TEST(c.stats().connects == 1u);
+    BOOST_TEST(c.stats().reuses == 1u);
+
+    // The deadline, from the wheel: no answer within 300 ms.
+    s.respond([](const recorded_request&) {
+        reply r;
+        r.act = reply::action::hang;
+        return r;
+    });
+    const auto started = std::chrono::steady_clock::now();
+    a = in_coroutine(request_to(s.url()));
+    BOOST_TEST((a.ec == error::timeout));
+    BOOST_TEST((a.result.verdict == verdict::retry));
+    BOOST_TEST(a.result.error.find("waiting for the answer") != std::string::npos);
+    BOOST_TEST((std::chrono::steady_clock::now() - started >= std::chrono::milliseconds(300)));
+
+    // close() ends a call in flight.
+    std::optional<answer> out;
+    net::co_spawn(
+        io,
+        [&]() -> net::awaitable<void> {
+            auto [ec, res] = co_await c.call(request_to(s.url()));
+            out = answer{ec, res};
+        },
+        net::detached);
+    run_until(io, [&] { return s.requests().size() == 4u; });
+    c.close();
+    io.restart();
+    timewheel::test::run(io);
+    BOOST_REQUIRE(out);
+    BOOST_TEST((out->ec == error::client_closed));
 }

@@ -121,6 +121,10 @@ public:
     /// Element `i` of an array reply (linear in i: elements are stored in pre-order).
     reply operator[](std::size_t i) const;
 
+    /// Every element of an array reply, in order, in one walk (a loop over operator[] is
+    /// quadratic).
+    std::vector<reply> elements() const;
+
 private:
     friend class response;
     reply(const response* r, std::uint32_t index) noexcept
@@ -257,6 +261,18 @@ inline reply reply::operator[](std::size_t i) const {
         at = response_->nodes_[at].next;
     }
     return reply(response_, at);
+}
+
+inline std::vector<reply> reply::elements() const {
+    const std::size_t n = size();
+    std::vector<reply> out;
+    out.reserve(n);
+    std::uint32_t at = index_ + 1;
+    for (std::size_t i = 0; i < n; ++i) {
+        out.push_back(reply(response_, at));
+        at = response_->nodes_[at].next;
+    }
+    return out;
 }
 
 } // namespace timewheel::redis

@@ -22,6 +22,8 @@
 #include <timewheeld/callback/client.hpp>
 #include <timewheeld/callback/url.hpp>
 
+#include <timewheel/callback_timer.hpp>
+
 #include <boost/asio/awaitable.hpp>
 #include <boost/asio/ip/tcp.hpp>
 #include <boost/asio/ssl/context.hpp>
@@ -113,10 +115,17 @@ inline waiter::~waiter() {
 }
 
 struct call_op {
-    explicit call_op(const net::any_io_executor& ex)
-        : deadline(ex) {}
+    // The deadline's callback on the wheel: the call_op owns its timer, so it is alive.
+    struct expire {
+        call_op* op;
+        void operator()() const { op->expired(); }
+    };
 
-    net::steady_timer deadline;
+    // The call's deadline: on the io_context's timing wheel (client_options::
+    // deadline_on_wheel), or a steady_timer.
+    std::optional<timewheel::callback_timer<expire>> wheel_deadline;
+    std::optional<net::steady_timer> deadline;
+    steady::time_point expiry;
     std::chrono::milliseconds timeout{0};
     std::optional<error> stop; // timeout or client_closed
     bool cancelled = false;
@@ -132,6 +141,18 @@ struct call_op {
     call_op* next = nullptr;
 
     bool stopped() const { return stop || cancelled; }
+    void expired() {
+        if (!stop) {
+            stop = error::timeout;
+            abort();
+        }
+    }
+    void cancel_deadline() {
+        if (wheel_deadline)
+            wheel_deadline->cancel();
+        if (deadline)
+            deadline->cancel();
+    }
     void abort() {
         if (resolver)
             resolver->cancel();

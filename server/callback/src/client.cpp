@@ -1,15 +1,16 @@
 //
 // server/callback/src/client.cpp
 //
-// The client is one coroutine per call (co_spawn on the client's executor), with the shared
-// state in client::state: the pools per origin, the calls in flight (so that close() can end
-// them) and the TLS context. A call never waits on anything that its deadline, its
-// cancellation slot or close() cannot interrupt: each of them sets the reason and
-// call_op::abort() cancels the one thing the call is waiting on (the resolver, the socket or
-// the timer of its place in the queue). This file runs a call: its slot in the origin's
-// pool, a kept-alive connection or a new one (connect.cpp), one exchange (the request from
-// request.cpp, the answer read within its limits) and the verdict; call.hpp holds what the
-// parts share.
+// A call is one coroutine, run_call: co_spawned on the client's executor by async_call, or
+// awaited inside the caller's coroutine by call() (the dispatcher's way: no second coroutine,
+// handler or completion per task). The shared state is in client::state: the pools per
+// origin, the calls in flight (so that close() can end them) and the TLS context. A call
+// never waits on anything that its deadline, its cancellation slot or close() cannot
+// interrupt: each of them sets the reason and call_op::abort() cancels the one thing the call
+// is waiting on (the resolver, the socket or the timer of its place in the queue). This file
+// runs a call: its slot in the origin's pool, a kept-alive connection or a new one
+// (connect.cpp), one exchange (the request from request.cpp, the answer read within its
+// limits) and the verdict; call.hpp holds what the parts share.
 //
 #include <timewheeld/callback/client.hpp>
 
@@ -25,8 +26,9 @@
 #include <boost/asio/ssl/error.hpp>
 #include <boost/asio/use_awaitable.hpp>
 #include <boost/asio/write.hpp>
+#include <boost/beast/http/basic_parser.hpp>
 #include <boost/beast/http/read.hpp>
-#include <boost/beast/http/string_body.hpp>
+#include <boost/beast/http/rfc7230.hpp>
 
 #include <algorithm>
 #include <system_error>
@@ -143,7 +145,58 @@ verdict verdict_of(unsigned status) {
     return verdict::fail;
 }
 
-using response_parser = http::response_parser<http::string_body>;
+// What the verdict reads of an answer, parsed by Beast's own parser (its header and body
+// limits, its chunk and framing checks) without keeping the rest: the status, the first
+// Retry-After, Location and Connection (as basic_fields::find and keep_alive() would see
+// them), the body counted and dropped. An http::response_parser would allocate a node per
+// header field and keep the body, on every call, for nothing.
+class response_parser : public http::basic_parser<false> {
+public:
+    unsigned result_int() const noexcept { return status_; }
+    const std::optional<std::string>& retry_after() const noexcept { return retry_after_; }
+    const std::optional<std::string>& location() const noexcept { return location_; }
+    // As http::message::keep_alive(): the version and the first Connection field.
+    bool keep_alive() const {
+        if (version_ < 11)
+            return connection_ && http::token_list(*connection_).exists("keep-alive");
+        return !connection_ || !http::token_list(*connection_).exists("close");
+    }
+
+private:
+    static void keep_first(std::optional<std::string>& slot, beast::string_view value) {
+        if (!slot)
+            slot.emplace(value.data(), value.size());
+    }
+    void on_request_impl(http::verb, beast::string_view, beast::string_view, int,
+                         error_code&) override {}
+    void on_response_impl(int code, beast::string_view, int version, error_code&) override {
+        status_ = static_cast<unsigned>(code);
+        version_ = version;
+    }
+    void on_field_impl(http::field name, beast::string_view, beast::string_view value,
+                       error_code&) override {
+        if (name == http::field::retry_after)
+            keep_first(retry_after_, value);
+        else if (name == http::field::location)
+            keep_first(location_, value);
+        else if (name == http::field::connection)
+            keep_first(connection_, value);
+    }
+    void on_header_impl(error_code&) override {}
+    void on_body_init_impl(const boost::optional<std::uint64_t>&, error_code&) override {}
+    std::size_t on_body_impl(beast::string_view body, error_code&) override { return body.size(); }
+    void on_chunk_header_impl(std::uint64_t, beast::string_view, error_code&) override {}
+    std::size_t on_chunk_body_impl(std::uint64_t, beast::string_view body, error_code&) override {
+        return body.size();
+    }
+    void on_finish_impl(error_code&) override {}
+
+    unsigned status_ = 0;
+    int version_ = 11;
+    std::optional<std::string> retry_after_;
+    std::optional<std::string> location_;
+    std::optional<std::string> connection_;
+};
 
 // Interim answers (100 Continue, 103 Early Hints) before the final one are read and
 // dropped (RFC 9110 15.2: a client must accept them even unasked); past this many, the
@@ -174,11 +227,11 @@ net::awaitable<error_code> exchange(Stream& s, connection& c, call_op& op, const
                                          net::redirect_error(net::use_awaitable, ec));
         // A Content-Length past the body limit fails the header itself, its status read:
         // that status is the answer, the body is not read.
-        if (ec == http::error::body_limit && parser->get().result_int() >= 200)
+        if (ec == http::error::body_limit && parser->result_int() >= 200)
             got_header = true;
         if (ec)
             co_return ec;
-        const auto status = parser->get().result_int();
+        const auto status = parser->result_int();
         if (status >= 200 || status == 101)
             break;
         if (interim == max_interim_answers) {
@@ -259,7 +312,7 @@ net::awaitable<outcome> run_call(state_ptr st, std::shared_ptr<call_op> op, call
             std::chrono::duration<double>(1.0 / st->opt.rate_limit_per_host));
         now = steady::now();
         auto turn = std::max(now, pool.next_slot);
-        if (turn > op->deadline.expiry()) {
+        if (turn > op->expiry) {
             auto o = make_outcome(error::rate_limited, verdict::retry,
                                   "rate limit of " + u.origin() + " reached");
             o.result.retry_after = std::chrono::ceil<std::chrono::seconds>(turn - now);
@@ -327,19 +380,17 @@ net::awaitable<outcome> run_call(state_ptr st, std::shared_ptr<call_op> op, call
     }
     op->conn = nullptr;
 
-    const auto& res = parser->get();
+    const auto& res = *parser;
     outcome o;
     o.result.status = res.result_int();
     o.result.verdict = verdict_of(o.result.status);
-    if (auto it = res.find(http::field::retry_after); it != res.end())
-        o.result.retry_after =
-            parse_retry_after(std::string_view(it->value()), std::chrono::system_clock::now());
+    if (const auto& ra = res.retry_after())
+        o.result.retry_after = parse_retry_after(*ra, std::chrono::system_clock::now());
     if (o.result.status >= 300 && o.result.status < 400) {
         o.ec = error::redirect_refused;
-        auto loc = res.find(http::field::location);
+        const auto& loc = res.location();
         o.result.error = "HTTP " + std::to_string(o.result.status) + " from " + u.origin() +
-                         " is a redirect" +
-                         (loc != res.end() ? " to " + std::string(loc->value()) : "") +
+                         " is a redirect" + (loc ? " to " + *loc : "") +
                          "; redirects are not followed";
     } else if (ec && ec != http::error::body_limit) {
         // The header came, the rest is broken (a flood of chunk extensions or trailers, a
@@ -408,22 +459,54 @@ void client::close() {
     }
 }
 
+namespace {
+
+// A call enters the client's list of calls in flight (close() ends them) with its deadline
+// armed...
+std::shared_ptr<call_op> enter(client::state& st, const net::any_io_executor& ex,
+                               const call_request& req) {
+    auto op = std::make_shared<call_op>();
+    op->timeout = req.spec.timeout.count() > 0 ? req.spec.timeout : st.opt.total_timeout;
+    op->expiry = steady::now() + op->timeout;
+    if (st.opt.deadline_on_wheel) {
+        op->wheel_deadline.emplace(ex, call_op::expire{op.get()});
+        op->wheel_deadline->expires_at(op->expiry);
+    } else {
+        op->deadline.emplace(ex, op->expiry);
+        op->deadline->async_wait([op](error_code ec) {
+            if (!ec)
+                op->expired();
+        });
+    }
+    op->next = st.ops;
+    if (st.ops)
+        st.ops->prev = op.get();
+    st.ops = op.get();
+    return op;
+}
+
+// ... and leaves it, its deadline disarmed, however it ended.
+void leave(client::state& st, call_op& op) {
+    if (op.prev)
+        op.prev->next = op.next;
+    else
+        st.ops = op.next;
+    if (op.next)
+        op.next->prev = op.prev;
+    op.cancel_deadline();
+}
+
+outcome internal_error(const std::exception& x) {
+    return make_outcome(make_error_code(std::errc::io_error), verdict::retry,
+                        std::string("internal error: ") + x.what());
+}
+
+} // namespace
+
 void client::start(call_request req,
                    net::any_completion_handler<void(error_code, call_result)> handler) {
     auto st = state_;
-    auto op = std::make_shared<call_op>(ex_);
-    op->timeout = req.spec.timeout.count() > 0 ? req.spec.timeout : st->opt.total_timeout;
-    op->deadline.expires_after(op->timeout);
-    op->next = st->ops;
-    if (st->ops)
-        st->ops->prev = op.get();
-    st->ops = op.get();
-    op->deadline.async_wait([op](error_code ec) {
-        if (!ec && !op->stop) {
-            op->stop = error::timeout;
-            op->abort();
-        }
-    });
+    auto op = enter(*st, ex_, req);
     auto slot = net::get_associated_cancellation_slot(handler);
     if (slot.is_connected())
         slot.assign([op](net::cancellation_type) {
@@ -435,20 +518,12 @@ void client::start(call_request req,
                       auto slot = net::get_associated_cancellation_slot(h);
                       if (slot.is_connected())
                           slot.clear();
-                      if (op->prev)
-                          op->prev->next = op->next;
-                      else
-                          st->ops = op->next;
-                      if (op->next)
-                          op->next->prev = op->prev;
-                      op->deadline.cancel();
+                      leave(*st, *op);
                       if (e) {
                           try {
                               std::rethrow_exception(e);
                           } catch (const std::exception& x) {
-                              out =
-                                  make_outcome(make_error_code(std::errc::io_error), verdict::retry,
-                                               std::string("internal error: ") + x.what());
+                              out = internal_error(x);
                           }
                       }
                       auto hex = net::get_associated_executor(h, st->ex);
@@ -456,6 +531,24 @@ void client::start(call_request req,
                           std::move(h)(out.ec, std::move(out.result));
                       });
                   });
+}
+
+net::awaitable<std::pair<error_code, call_result>> client::call(call_request req) {
+    auto st = state_;
+    auto op = enter(*st, ex_, req);
+    // Left however the coroutine ends, even destroyed unfinished with its io_context.
+    struct leaving {
+        client::state& st;
+        call_op& op;
+        ~leaving() { leave(st, op); }
+    } on_exit{*st, *op};
+    outcome out;
+    try {
+        out = co_await run_call(st, op, std::move(req));
+    } catch (const std::exception& x) {
+        out = internal_error(x);
+    }
+    co_return std::pair<error_code, call_result>(out.ec, std::move(out.result));
 }
 
 } // namespace timewheeld::callback

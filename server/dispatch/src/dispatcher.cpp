@@ -37,6 +37,8 @@ options options_from(const service::settings& s) {
     o.client.connect_timeout = std::min(o.client.connect_timeout, s.callback_timeout);
     o.client.max_connections_per_host = s.max_per_host;
     o.client.max_url_length = s.validation.callback.max_url_length;
+    // A dispatcher's io_context is run by its one thread.
+    o.client.deadline_on_wheel = true;
     // The limits the API validated the callback with: what it accepted parses here too.
     o.payload = s.validation.callback;
     o.result_deadline = s.result_deadline;
@@ -113,8 +115,7 @@ struct dispatcher::state : std::enable_shared_from_this<dispatcher::state> {
         // A named request, not a braced temporary in the co_await expression: GCC 12
         // destroys such temporaries twice.
         callback::call_request req{std::move(spec), j.id(), j.attempt()};
-        auto [ec, r] =
-            co_await client.async_call(std::move(req), net::as_tuple(net::use_awaitable));
+        auto [ec, r] = co_await client.call(std::move(req));
         (void)ec; // r.verdict and r.error say what ec means for the task
         if (r.status != 0) {
             metrics.callback_latency.observe(r.latency);

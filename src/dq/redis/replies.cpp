@@ -3,7 +3,7 @@
 //
 // Decoding of the Redis store's replies (see replies.hpp). A reply array is walked once where
 // it may be long: redis::reply's operator[] is linear, so a loop over it by index would be
-// quadratic; the items are gathered first.
+// quadratic; the items are gathered first, in one walk (reply::elements()).
 //
 
 #include "replies.hpp"
@@ -90,11 +90,7 @@ task_status status_reply(redis::reply rep, const std::string& id) {
     out.last_error = std::string(rep[8].as_string());
     out.payload = std::string(rep[9].as_string());
     const std::size_t n = rep.size();
-    std::vector<redis::reply> items;
-    items.reserve(n);
-    for (std::size_t i = 0; i < n; ++i) {
-        items.push_back(rep[i]);
-    }
+    const auto items = rep.elements();
     for (std::size_t i = 10; i + 6 <= n; i += 6) {
         attempt_record r;
         r.attempt = static_cast<std::uint32_t>(items[i].as_integer());
@@ -136,11 +132,7 @@ std::optional<std::int64_t> time_reply(redis::reply rep) {
 
 claim_head claim_reply(redis::reply rep, std::vector<claimed_task>& tasks) {
     const std::size_t n = rep.size();
-    std::vector<redis::reply> items;
-    items.reserve(n);
-    for (std::size_t j = 0; j < n; ++j) {
-        items.push_back(rep[j]);
-    }
+    const auto items = rep.elements();
     claim_head head;
     head.now = items[0].as_integer();
     head.next_due = items[1].as_integer();

@@ -40,6 +40,7 @@
 #include <boost/asio/any_completion_handler.hpp>
 #include <boost/asio/any_io_executor.hpp>
 #include <boost/asio/async_result.hpp>
+#include <boost/asio/awaitable.hpp>
 #include <boost/system/error_code.hpp>
 
 #include <chrono>
@@ -50,6 +51,7 @@
 #include <memory>
 #include <optional>
 #include <string>
+#include <utility>
 #include <vector>
 
 namespace timewheeld::callback {
@@ -92,6 +94,12 @@ struct client_options {
     /// still follows the status).
     std::size_t max_response_body = 64 * 1024;
     std::string user_agent = "timewheeld";
+    /// Keep each call's deadline on the io_context's timing wheel (timewheel::callback_timer:
+    /// nothing allocated, posted or handed to the kernel per call) rather than a
+    /// steady_timer of its own. Only for an io_context that one thread runs (the wheel has no
+    /// lock), as each of timewheeld's threads does; a deadline is then rounded up to the
+    /// wheel's tick (1 ms), never early.
+    bool deadline_on_wheel = false;
 };
 
 /// What to call: the task's callback, its id (sent as Idempotency-Key) and the attempt
@@ -183,6 +191,13 @@ public:
             },
             token, std::move(req));
     }
+
+    /// The call async_call makes, run inside the calling coroutine: no coroutine, handler
+    /// or completion of its own, which is what the dispatcher pays per task otherwise. The
+    /// same results; close() and the deadline end it as they end async_call, but it has no
+    /// per-operation cancellation. From a coroutine on the client's executor.
+    boost::asio::awaitable<std::pair<boost::system::error_code, call_result>>
+    call(call_request req);
 
     /// Ends every call in flight (error::client_closed) and closes the pooled
     /// connections. Calls started later complete with error::client_closed.
