@@ -46,7 +46,8 @@ public:
         case error::store_error:
             return "the store answered with an unexpected error";
         case error::not_configured:
-            return "the queue's configuration in the store differs from the one given";
+            return "the queue's configuration in the store (shards, buckets, key layout "
+                   "version) differs from this store's";
         case error::store_timeout:
             return "the store did not complete the operation within its timeout";
         }
