@@ -358,6 +358,35 @@ BOOST_AUTO_TEST_CASE(the_shard_count_is_fixed_at_first_use) {
     BOOST_TEST(ec == error_code(dq::error::not_configured));
 }
 
+BOOST_AUTO_TEST_CASE(the_submits_of_one_turn_go_as_one_call_a_shard_each_answered_on_its_own) {
+    auto opt = fixture::small();
+    opt.shards = 1;
+    fixture f(opt);
+    BOOST_TEST(!std::get<0>(f.submit(make("warm", 1h)))); // loads the queue and the script
+    server().command(resp_command({"CONFIG", "RESETSTAT"}));
+    std::vector<std::pair<error_code, dq::submit_result>> got(20);
+    int answered = 0;
+    for (int i = 0; i < 20; ++i) {
+        // "t0" twice: the second sees the first, in order, within the one call.
+        const std::string id = i == 10 ? "t0" : "t" + std::to_string(i);
+        f.store->submit(make(id, 1h),
+                        [&got, &answered, i](error_code ec, dq::submit_result r, std::string) {
+                            got[static_cast<std::size_t>(i)] = {ec, r};
+                            ++answered;
+                        });
+    }
+    BOOST_REQUIRE(timewheel::test::run_until(
+        f.io, [&] { return answered == 20; }, std::chrono::seconds(60)));
+    for (int i = 0; i < 20; ++i) {
+        const auto& [ec, r] = got[static_cast<std::size_t>(i)];
+        BOOST_TEST(!ec);
+        BOOST_TEST((r == (i == 10 ? dq::submit_result::exists : dq::submit_result::created)));
+    }
+    const auto stats = server().command(resp_command({"INFO", "commandstats"}));
+    BOOST_TEST(stats.find("cmdstat_evalsha:calls=1,") != std::string::npos, stats);
+    BOOST_TEST(f.status_ok("t19").state == dq::task_state::delayed);
+}
+
 BOOST_AUTO_TEST_CASE(a_queue_written_in_an_earlier_key_layout_is_refused_and_left_untouched) {
     // Layout 1 kept finished tasks in a sorted set, and records in buckets of another hash:
     // read with this version's scripts, its tasks would be lost or misread.

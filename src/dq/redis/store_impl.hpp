@@ -85,6 +85,16 @@ public:
     void now(store::handler<void(error_code, time_point)> h);
 
 private:
+    // A submit waits in `submits_` until the end of the executor's turn; then the turn's
+    // submits go as one script call per shard (flush_submits, store_producer.cpp). One call a
+    // task cost Redis more for the call (the request, the prelude, the clock, the wake-up)
+    // than for the task.
+    struct pending_submit {
+        task t;
+        store::handler<void(error_code, submit_result, std::string)> h;
+    };
+    void flush_submits();
+
     struct exec_state {
         redis::request req;
         redis::response resp;
@@ -210,6 +220,7 @@ private:
     std::mt19937_64 rng_;
     shard_schedule schedule_;
     bool subscribed_ = false;
+    std::vector<pending_submit> submits_;
     bool configured_ = false;
     bool closed_ = false;
 };

@@ -3,8 +3,9 @@
 //
 // The producer's operations of the Redis store (submit, cancel, reschedule, status, dead
 // letters): each builds its script call on the id's shard (or one per shard for a page of
-// dead letters), its own arguments as listed atop lua/<name>.lua, and decodes the reply.
-// Input has been checked by dq::store before it gets here.
+// dead letters; the submits of one turn of the executor, one per shard for them all), its own
+// arguments as listed atop lua/<name>.lua, and decodes the reply. Input has been checked by
+// dq::store before it gets here.
 //
 
 #include "store_impl.hpp"
@@ -15,33 +16,92 @@ namespace timewheel::dq::detail {
 
 using replies::script_error;
 
+namespace {
+
+// Submits a call at most: a script runs alone on its server, so a burst of submits must not
+// hold a shard's server for long.
+constexpr std::size_t max_submits_per_call = 128;
+
+} // namespace
+
 void redis_store_impl::submit(task t,
                               store::handler<void(error_code, submit_result, std::string)> h) {
-    const auto due = detail::encode_due(t.due);
+    submits_.push_back({std::move(t), std::move(h)});
+    if (submits_.size() == 1) {
+        boost::asio::post(ex_, [self = shared_from_this()] { self->flush_submits(); });
+    }
+}
+
+void redis_store_impl::flush_submits() {
+    auto batch = std::make_shared<std::vector<pending_submit>>(std::move(submits_));
+    submits_.clear();
+    std::vector<std::string_view> ids;
+    ids.reserve(batch->size());
+    for (const auto& p : *batch) {
+        ids.push_back(p.t.id);
+    }
+    const auto g = group(ids);
     auto st = std::make_shared<exec_state>();
-    call_args a;
-    a.add(t.id);
-    a.add(std::string_view(&due.kind, 1));
-    a.add(due.ms);
-    a.add(t.payload);
-    a.add(static_cast<std::int64_t>(t.retry.max_attempts));
-    a.add(t.retry.base.count());
-    a.add(t.retry.cap.count());
-    a.add(std::string_view(t.replace ? "1" : "0"));
-    push_shard_script(st->req, scripts::submit(), shard_of(t.id), a);
-    schedule_.forget(shard_of(t.id));
-    run(st, [self = shared_from_this(), h = std::move(h),
-             id = std::move(t.id)](error_code ec, redis::response& resp) mutable {
-        submit_result r = submit_result::created;
-        if (!ec) {
-            auto rep = resp[0];
-            if (rep.is_error()) {
-                ec = script_error(rep);
-            } else {
-                r = replies::submit_reply(rep.as_string());
+    std::vector<std::pair<std::size_t, std::size_t>> calls; // (group, first member) per call
+    for (std::size_t c = 0; c < g.shards.size(); ++c) {
+        schedule_.forget(g.shards[c]);
+        const auto& m = g.members[c];
+        for (std::size_t first = 0; first < m.size(); first += max_submits_per_call) {
+            const std::size_t last = std::min(m.size(), first + max_submits_per_call);
+            call_args a(8 * (last - first));
+            for (std::size_t k = first; k < last; ++k) {
+                const auto& t = (*batch)[m[k]].t;
+                const auto due = detail::encode_due(t.due);
+                a.add(t.id);
+                a.add(std::string_view(&due.kind, 1));
+                a.add(due.ms);
+                a.add(t.payload);
+                a.add(static_cast<std::int64_t>(t.retry.max_attempts));
+                a.add(t.retry.base.count());
+                a.add(t.retry.cap.count());
+                a.add(std::string_view(t.replace ? "1" : "0"));
+            }
+            push_shard_script(st->req, scripts::submit(), g.shards[c], a);
+            calls.emplace_back(c, first);
+        }
+    }
+    run(st, [self = shared_from_this(), batch, g,
+             calls = std::move(calls)](error_code ec, redis::response& resp) mutable {
+        for (std::size_t k = 0; k < calls.size(); ++k) {
+            const auto& m = g.members[calls[k].first];
+            const std::size_t first = calls[k].second;
+            const std::size_t last = std::min(m.size(), first + max_submits_per_call);
+            // The call's error, or a reply of another shape (a hostile or confused server),
+            // fails each of its tasks; a task's own error fails that task.
+            error_code call_ec = ec;
+            std::vector<redis::reply> answers;
+            if (!call_ec) {
+                const auto rep = resp[k];
+                if (rep.is_error()) {
+                    call_ec = script_error(rep);
+                } else if (!rep.is_array() || rep.size() != last - first) {
+                    call_ec = error::store_error;
+                } else {
+                    answers = rep.elements();
+                }
+            }
+            for (std::size_t i = first; i < last; ++i) {
+                auto& p = (*batch)[m[i]];
+                error_code task_ec = call_ec;
+                submit_result r = submit_result::created;
+                if (!task_ec) {
+                    const auto& a = answers[i - first];
+                    if (a.is_error()) {
+                        task_ec = script_error(a);
+                    } else if (!a.is_string()) {
+                        task_ec = error::store_error;
+                    } else {
+                        r = replies::submit_reply(a.as_string());
+                    }
+                }
+                self->finish(std::move(p.h), task_ec, r, std::move(p.t.id));
             }
         }
-        self->finish(std::move(h), ec, r, std::move(id));
     });
 }
 

@@ -1,34 +1,49 @@
--- submit.lua: adds a task, or replaces a pending one's payload and due time.
+-- submit.lua: adds tasks, or replaces pending ones' payloads and due times, in order.
 -- KEYS, ARGV[1..3]: the shard's keys and the common header (prelude/header.lua).
--- ARGV[4..11]: id, kind ('a' absolute, 'r' relative), due ms, payload, max_attempts, base ms,
---   cap ms, replace ('1' to replace a pending, unclaimed task).
--- Returns 'created' | 'replaced' | 'exists' (the id is known: pending, finished, cancelled or
---   dead); error 'DQ due_out_of_range'.
+-- ARGV[4..]: groups of 8, one per task: id, kind ('a' absolute, 'r' relative), due ms,
+--   payload, max_attempts, base ms, cap ms, replace ('1' to replace a pending, unclaimed
+--   task).
+-- Returns one answer per task: 'created' | 'replaced' | 'exists' (the id is known: pending,
+--   finished, cancelled or dead) | the error 'DQ due_out_of_range' (that task only).
+-- The store sends the submits of one turn of its executor to a shard as one call: the call
+-- (the request, the prelude, the clock, the wake-up) cost more than a task's own work.
 
-local id, payload, replace = ARGV[4], ARGV[7], ARGV[11] == '1'
 local now = now_ms()
-local due = due_from(ARGV[5], ARGV[6], now)
-if not due then return redis.error_reply('DQ due_out_of_range') end
-local bk = bkey(id)
-local r, n = read_rec(bk, id)
-if r then
-  if replace and r.st == PENDING and redis.call('HEXISTS', KK, id) == 0 then
-    local old = r.due
-    r.payload = payload
-    r.updated = now
-    r.due = due
-    write_rec(bk, id, r, n)
-    unplace(id, old)
-    place(id, due, now)
-    wake({[due] = true})
-    return 'replaced'
+local out, woke = {}, {}
+for i = 4, #ARGV, 8 do
+  local id, payload, replace = ARGV[i], ARGV[i + 3], ARGV[i + 7] == '1'
+  local due = due_from(ARGV[i + 1], ARGV[i + 2], now)
+  local answer
+  if not due then
+    answer = redis.error_reply('DQ due_out_of_range')
+  else
+    local bk = bkey(id)
+    local r, n = read_rec(bk, id)
+    if r then
+      answer = 'exists'
+      if replace and r.st == PENDING and redis.call('HEXISTS', KK, id) == 0 then
+        local old = r.due
+        r.payload = payload
+        r.updated = now
+        r.due = due
+        write_rec(bk, id, r, n)
+        unplace(id, old)
+        place(id, due, now)
+        woke[due] = true
+        answer = 'replaced'
+      end
+    elseif redis.call('HEXISTS', KDONE, id) == 1 then
+      answer = 'exists'
+    else
+      write_rec(bk, id, {st = PENDING, created = now, updated = now, due = due,
+                         max = tonumber(ARGV[i + 4]), base = tonumber(ARGV[i + 5]),
+                         cap = tonumber(ARGV[i + 6]), att = 0, err = '', payload = payload}, 0)
+      place(id, due, now)
+      woke[due] = true
+      answer = 'created'
+    end
   end
-  return 'exists'
+  out[#out + 1] = answer
 end
-if redis.call('HEXISTS', KDONE, id) == 1 then return 'exists' end
-write_rec(bk, id, {st = PENDING, created = now, updated = now, due = due,
-                   max = tonumber(ARGV[8]), base = tonumber(ARGV[9]), cap = tonumber(ARGV[10]),
-                   att = 0, err = '', payload = payload}, 0)
-place(id, due, now)
-wake({[due] = true})
-return 'created'
+if next(woke) then wake(woke) end
+return out
