@@ -2,7 +2,8 @@
 // src/dq/worker/fire.cpp
 //
 // Firing: a task the wheel fires at its due time waits for a handler slot; everything that
-// fires in one turn of the executor goes to the store in one start call, earliest first.
+// fires in one turn of the executor goes to the store in one start call, earliest first,
+// with the acks then pending (report.cpp).
 // A started task's handler runs now, or waits for a slot; a too-early answer (this host's
 // estimate of the store's clock runs ahead) arms the task again a little later each time.
 //
@@ -63,6 +64,12 @@ void worker_impl::flush_starts() {
                                         error_code ec, std::vector<start_result> results) mutable {
         self->on_started(ec, std::move(results), std::move(batch));
     });
+    // The acks waiting for their delay go along: issued in the same turn, a Redis store
+    // writes both requests at once and SQLite's thread commits both in one transaction, so
+    // a steady trickle of tasks costs one store round trip a tick, not two.
+    if (!pending_acks_.empty()) {
+        flush_acks();
+    }
 }
 
 void worker_impl::on_started(error_code ec, std::vector<start_result> results,
