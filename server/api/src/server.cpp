@@ -9,8 +9,6 @@
 #include <timewheeld/api/server.hpp>
 #include <timewheeld/service/store.hpp>
 
-#include <timewheel/wheel_service.hpp>
-
 // GCC 12 at -O1 sees Asio's coroutine frames, allocated with aligned_alloc and released with
 // the frame's own operator delete (which calls free), as a mismatch: a false positive.
 #if defined(__GNUC__) && !defined(__clang__)
@@ -76,40 +74,6 @@ private:
     std::chrono::steady_clock::time_point next_{};
     std::uint64_t suppressed_ = 0;
 };
-
-// Runs `io` as run() would, but at a low rate at most one wake-up a tick of the io_context's
-// wheel: a turn that handled only a few handlers sleeps until the wheel's next tick, so that
-// what arrives meanwhile (a store's reply, a callback's answer, the next requests) is
-// handled together with the tick's timers. Otherwise every step of every task would wake
-// the thread on its own, each wake-up costing more than the step (CPU at 1,000 tasks/s,
-// docs/performance/). A busy turn (many handlers, or a tick's worth of work) goes on at
-// once, so batching at high rates stays what it was; an idle loop waits in run_one().
-// Every handler runs at most a tick (plus the sleep's own delay) later than it would have.
-void run_in_ticks(net::io_context& io) {
-    using clock = std::chrono::steady_clock;
-    // Below this many handlers a turn, the next events are worth waiting for.
-    constexpr std::size_t busy_turn = 64;
-    auto& wheel = net::use_service<timewheel::wheel_service>(io);
-    for (;;) {
-        auto began = clock::now();
-        std::size_t n = io.poll();
-        if (n == 0) {
-            if (io.stopped() || io.run_one() == 0) {
-                return;
-            }
-            began = clock::now(); // (the wait for the event is no work)
-            n = 1 + io.poll();
-        }
-        if (io.stopped()) {
-            return;
-        }
-        const auto now = clock::now();
-        const auto next_tick = wheel.to_time(wheel.current_tick() + 1);
-        if (n < busy_turn && now - began < wheel.options().tick && now < next_tick) {
-            std::this_thread::sleep_until(next_tick);
-        }
-    }
-}
 
 } // namespace
 
@@ -219,9 +183,9 @@ public:
         accept();
         std::vector<std::thread> threads;
         for (std::size_t i = 1; i < shards_.size(); ++i) {
-            threads.emplace_back([this, i] { run_in_ticks(shards_[i]->io); });
+            threads.emplace_back([this, i] { shards_[i]->io.run(); });
         }
-        run_in_ticks(io0);
+        io0.run();
         for (auto& t : threads) {
             t.join();
         }
