@@ -13,6 +13,7 @@
 namespace timewheel::dq::detail {
 
 void worker_impl::fire(worker_record& r) {
+    fired_ = true;
     push_ready(r);
     schedule_starts();
 }
@@ -64,10 +65,12 @@ void worker_impl::flush_starts() {
                                         error_code ec, std::vector<start_result> results) mutable {
         self->on_started(ec, std::move(results), std::move(batch));
     });
-    // The acks waiting for their delay go along: issued in the same turn, a Redis store
-    // writes both requests at once and SQLite's thread commits both in one transaction, so
-    // a steady trickle of tasks costs one store round trip a tick, not two.
-    if (!pending_acks_.empty()) {
+    // The acks waiting for their delay go along with a start for what the wheel fired (at
+    // most one a tick): issued in the same turn, a Redis store writes both requests at once
+    // and SQLite's thread commits both in one transaction, so a steady trickle of tasks
+    // costs one store round trip a tick, not two. Not with a start for a slot a report
+    // freed: those come as often as reports, and at full speed would send acks one by one.
+    if (std::exchange(fired_, false) && !pending_acks_.empty()) {
         flush_acks();
     }
 }
