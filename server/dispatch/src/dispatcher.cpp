@@ -80,6 +80,10 @@ struct dispatcher::state : std::enable_shared_from_this<dispatcher::state> {
                                                      std::chrono::duration_cast<dq::duration>(
                                                          3 * opt.client.total_timeout));
         w.concurrency = opt.concurrency;
+        // An ack goes with the next start call (one store round trip a tick) when one comes
+        // within this delay; a finished task is recorded up to this much later (a crash
+        // meanwhile repeats its callback, as at-least-once allows).
+        w.ack_delay = ack_delay;
         return w;
     }
 
@@ -238,6 +242,7 @@ struct dispatcher::state : std::enable_shared_from_this<dispatcher::state> {
 
     // A deferral without a Retry-After (no connection slot before the deadline).
     static constexpr dq::duration defer_default{1000};
+    static constexpr dq::duration ack_delay{10};
     static constexpr const char* lease_lost_error =
         "accepted (202), but the lease was lost while waiting for the result (the task was "
         "taken over)";

@@ -4,8 +4,10 @@
 // Claiming: the worker leases tasks due within the horizon and arms each in the local wheel
 // (prefetch), or runs at once those the store started. Claims stay within `prefetch`; while
 // they come back full (a backlog) a second one is in flight, so that the store always has
-// one to run. The next claim is timed by the earliest due time the store reported, by a
-// wake-up from the store (a submit that made a task its earliest), or by the poll.
+// one to run. The next claim is timed by the earliest due time the store reported (when it
+// is half the horizon away: one claim for half a horizon of tasks, not one per task at a
+// steady rate), by a wake-up from the store (a submit that made a task its earliest), or by
+// the poll.
 //
 
 #include "worker_impl.hpp"
@@ -180,7 +182,10 @@ void worker_impl::on_claimed(error_code ec, claim_result r, steady::time_point s
     } else if (claims_in_flight_ > 0) {
         // A later claim is in flight: its reply decides when to claim next.
     } else if (r.next_due) {
-        arm_claim(std::max(received, to_local(*r.next_due) - horizon));
+        // Claim ahead: not when the next due time enters the horizon (at a steady rate, a
+        // claim per task), but when it is half the horizon away, so that each claim takes
+        // half a horizon of tasks, still at least half a horizon before they are due.
+        arm_claim(std::max(received, to_local(*r.next_due) - horizon / 2));
     } else {
         arm_claim(received + options_.poll);
     }

@@ -2,7 +2,8 @@
 // src/dq/worker/fire.cpp
 //
 // Firing: a task the wheel fires at its due time waits for a handler slot; everything that
-// fires in one turn of the executor goes to the store in one start call, earliest first.
+// fires in one turn of the executor goes to the store in one start call, earliest first,
+// with the acks then pending (report.cpp).
 // A started task's handler runs now, or waits for a slot; a too-early answer (this host's
 // estimate of the store's clock runs ahead) arms the task again a little later each time.
 //
@@ -12,6 +13,7 @@
 namespace timewheel::dq::detail {
 
 void worker_impl::fire(worker_record& r) {
+    fired_ = true;
     push_ready(r);
     schedule_starts();
 }
@@ -63,6 +65,14 @@ void worker_impl::flush_starts() {
                                         error_code ec, std::vector<start_result> results) mutable {
         self->on_started(ec, std::move(results), std::move(batch));
     });
+    // The acks waiting for their delay go along with a start for what the wheel fired (at
+    // most one a tick): issued in the same turn, a Redis store writes both requests at once
+    // and SQLite's thread commits both in one transaction, so a steady trickle of tasks
+    // costs one store round trip a tick, not two. Not with a start for a slot a report
+    // freed: those come as often as reports, and at full speed would send acks one by one.
+    if (std::exchange(fired_, false) && !pending_acks_.empty()) {
+        flush_acks();
+    }
 }
 
 void worker_impl::on_started(error_code ec, std::vector<start_result> results,

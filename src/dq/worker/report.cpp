@@ -2,7 +2,8 @@
 // src/dq/worker/report.cpp
 //
 // A job's end: its report frees the record and the handler slot, and its ack joins a batch
-// sent when it holds ack_batch acks or after ack_delay (one store call for many tasks). A
+// sent when it holds ack_batch acks, after ack_delay, or with the next start call for what
+// the wheel fired, whichever comes first (one store call for many tasks; fire.cpp). A
 // batch the store did not answer is sent again after a backoff. A job may also give its slot
 // back early (yield_slot) and go on waiting for its own report.
 //

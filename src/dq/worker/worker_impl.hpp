@@ -44,6 +44,7 @@
 #include <memory>
 #include <stdexcept>
 #include <string_view>
+#include <utility>
 #include <vector>
 
 namespace timewheel::dq::detail {
@@ -229,6 +230,7 @@ private:
     bool claim_blocked_ = false;
     bool waiting_wakeup_ = false;
     bool starts_posted_ = false;
+    bool fired_ = false; // the wheel fired a task since the last start call (fire.cpp)
     bool stopping_ = false;
     bool stopped_ = false;
     bool closed_ = false;

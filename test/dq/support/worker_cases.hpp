@@ -4,7 +4,9 @@
 // The dq::worker cases every store runs (test/dq/worker.cpp on Redis, test/dq/sqlite_worker.cpp
 // on SQLite): a task runs once, at or after its due time by the store's clock; many random
 // due times all run, in due order within each start batch; a cancel or a reschedule reaches
-// a prefetched task; retries follow the policy to the dead letters and back. A test file
+// a prefetched task; retries follow the policy to the dead letters and back; a steady stream
+// is claimed half a horizon at a time, never early; acks pending when a task fires go with
+// its start call. A test file
 // derives a fixture from worker_fixture and expands DQ_TEST_WORKER_CASES(make_fixture),
 // where make_fixture() returns a std::unique_ptr to a fresh fixture on an empty store.
 //
@@ -14,11 +16,13 @@
 #include <timewheel/dq/store.hpp>
 #include <timewheel/dq/worker.hpp>
 
+#include <test/dq/support/forwarding_store.hpp>
 #include <test/dq/support/store_calls.hpp>
 
 #include <boost/asio/io_context.hpp>
 #include <boost/test/unit_test.hpp>
 
+#include <algorithm>
 #include <chrono>
 #include <functional>
 #include <memory>
@@ -385,6 +389,88 @@ inline void a_job_whose_lease_is_lost_is_told(worker_fixture& f) {
     BOOST_TEST(f.stop(w) == error_code());
 }
 
+// Logs what a worker asks of the store, in order: "claim", "start:<ids>", "ack:<ids>".
+class call_log_store final : public forwarding_store {
+public:
+    using forwarding_store::forwarding_store;
+    std::vector<std::string> calls;
+
+private:
+    static std::string ids(std::string what, const std::vector<dq::lease_ref>& l) {
+        for (const auto& x : l) {
+            what += ":" + x.id;
+        }
+        return what;
+    }
+    void do_claim(const dq::claim_options& o,
+                  handler<void(error_code, dq::claim_result)> h) override {
+        calls.push_back("claim");
+        forwarding_store::do_claim(o, std::move(h));
+    }
+    void do_start(std::vector<dq::lease_ref> l,
+                  handler<void(error_code, std::vector<dq::start_result>)> h) override {
+        calls.push_back(ids("start", l));
+        forwarding_store::do_start(std::move(l), std::move(h));
+    }
+    void do_acknowledge(std::vector<dq::ack> a,
+                        handler<void(error_code, std::vector<dq::ack_result>)> h) override {
+        std::vector<dq::lease_ref> l;
+        for (const auto& x : a) {
+            l.push_back(x.lease);
+        }
+        calls.push_back(ids("ack", l));
+        forwarding_store::do_acknowledge(std::move(a), std::move(h));
+    }
+};
+
+inline void a_steady_stream_is_claimed_half_a_horizon_at_a_time_never_early(worker_fixture& f) {
+    // Submitted before the worker starts: no wake-ups, only the claims' own timing.
+    constexpr int n = 40;
+    for (int i = 0; i < n; ++i) {
+        f.submit("s" + std::to_string(i), 300ms + i * 10ms);
+    }
+    std::vector<run> runs;
+    const dq::worker* wp = nullptr;
+    dq::worker w(*f.store, options(), recording_handler(*f.store, runs, &wp));
+    wp = &w;
+    w.start();
+    BOOST_REQUIRE(f.wait([&] { return w.stats().acked == std::uint64_t(n); }));
+    BOOST_REQUIRE_EQUAL(runs.size(), std::size_t(n));
+    for (const auto& r : runs) {
+        BOOST_TEST((r.store_time >= r.due), r.id << " ran before its due time");
+        BOOST_TEST(r.attempt == 1u);
+    }
+    // Each claim takes the tasks of half a horizon (100 ms, about 10 here), not one task:
+    // a stalled machine only makes claims take more at once.
+    BOOST_TEST(w.stats().claims <= std::uint64_t(n / 2), w.stats().claims << " claims");
+    BOOST_TEST(w.stats().claimed == std::uint64_t(n));
+    BOOST_TEST(f.stop(w) == error_code());
+}
+
+inline void acks_pending_when_a_task_fires_go_with_its_start_call(worker_fixture& f) {
+    call_log_store logged(*f.store);
+    auto o = options();
+    o.ack_delay = 3600s; // never by the timer here: only with a start call, or at the stop
+    dq::worker w(logged, o, [](dq::job j) { j.succeed(); });
+    f.submit("first", 300ms);
+    f.submit("second", 700ms);
+    w.start();
+    BOOST_REQUIRE(f.wait([&] { return w.stats().ack_batches == 1; }));
+    const auto& c = logged.calls;
+    const auto second = std::find(c.begin(), c.end(), "start:second");
+    BOOST_REQUIRE(second != c.end());
+    BOOST_REQUIRE(second + 1 != c.end());
+    BOOST_TEST(*(second + 1) == "ack:first"); // issued right after it, in the same turn
+    BOOST_TEST(std::count_if(c.begin(), second,
+                             [](const std::string& x) { return x.starts_with("ack"); }) == 0);
+    BOOST_TEST(f.status("first").state == dq::task_state::finished);
+    // The last ack, with no start call after it, goes at the stop.
+    BOOST_TEST(f.stop(w) == error_code());
+    BOOST_TEST(c.back() == "ack:second");
+    BOOST_TEST(w.stats().acked == 2u);
+    BOOST_TEST(f.status("second").state == dq::task_state::finished);
+}
+
 } // namespace worker_cases
 
 } // namespace timewheel::test
@@ -409,6 +495,9 @@ inline void a_job_whose_lease_is_lost_is_told(worker_fixture& f) {
                         make_fixture())                                                            \
     DQ_TEST_WORKER_CASE(a_deferred_job_runs_again_with_the_same_attempt, make_fixture())           \
     DQ_TEST_WORKER_CASE(a_job_that_yields_its_slot_lets_other_tasks_run, make_fixture())           \
-    DQ_TEST_WORKER_CASE(a_job_whose_lease_is_lost_is_told, make_fixture())
+    DQ_TEST_WORKER_CASE(a_job_whose_lease_is_lost_is_told, make_fixture())                         \
+    DQ_TEST_WORKER_CASE(a_steady_stream_is_claimed_half_a_horizon_at_a_time_never_early,           \
+                        make_fixture())                                                            \
+    DQ_TEST_WORKER_CASE(acks_pending_when_a_task_fires_go_with_its_start_call, make_fixture())
 
 #endif // TIMEWHEEL_TEST_DQ_SUPPORT_WORKER_CASES_HPP
