@@ -175,8 +175,8 @@ private:
         const auto g = group(ids);
         auto st = std::make_shared<exec_state>();
         for (std::size_t c = 0; c < g.shards.size(); ++c) {
-            // Sized once: an ack is 4 arguments a task (vector growth was 4 allocations).
-            call_args a(1 + 4 * g.members[c].size());
+            // Sized once: an ack is 5 arguments a task (vector growth was 4 allocations).
+            call_args a(1 + 5 * g.members[c].size());
             push(a, g.members[c]);
             push_shard_script(st->req, script, g.shards[c], a);
         }

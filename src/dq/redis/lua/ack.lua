@@ -1,21 +1,22 @@
 -- ack.lua: records the outcomes of attempts: done, retried (backoff), deferred or dead.
 -- KEYS, ARGV[1..3]: the shard's keys and the common header (prelude/header.lua).
--- ARGV[4..]: groups of 4: id, token, the numbers packed ('>c1i8i8i8': kind ('s' success,
---   'r' retry, 'f' failure, 'd' defer), retry_after ms or -1, started ms, ended ms (<= 0:
---   from the lease, now); packed, as strtod costs about 1,300 instructions a number), error.
+-- ARGV[4..]: groups of 5: id, token, '>c1i8' kind ('s' success, 'r' retry, 'f' failure,
+--   'd' defer) and retry_after ms or -1, '>i6i6' started ms and ended ms (<= 0: from the
+--   lease, now), error. Numbers packed, as strtod costs about 1,300 instructions a number, in
+--   two arguments short enough for the caller's std::string to hold without allocating.
 --   A deferral delays the task by retry_after (-1: 0) and keeps its attempt count.
 -- Returns one letter per ack: 'o' ok, 's' stale.
 
 local now = now_ms()
 local res, valid, gone, all, na, nv = {}, {}, {}, {}, 0, 0
-for i = 4, #ARGV, 4 do
+for i = 4, #ARGV, 5 do
   na = na + 1
   all[na] = ARGV[i]
 end
 local cvs = redis.call('HMGET', KK, unpack(all))
 for j = 1, na do
   local id, cv = all[j], cvs[j]
-  if cv and kk_token(cv) == ARGV[1 + 4 * j] and not gone[id] then
+  if cv and kk_token(cv) == ARGV[5 * j] and not gone[id] then
     nv = nv + 1
     valid[nv] = j
     gone[id] = true
@@ -36,9 +37,10 @@ local sid, slog, ns, later, woke, any_dead, wk = {}, {}, 0, {}, {}, false, {}
 local end6 = struct.pack('>I6', now)
 for k = 1, nv do
   local j = valid[k]
-  local i = 4 * j
+  local i = 5 * j - 1
   local id, cv = all[j], cvs[j]
-  local kind, after, started, ended = struct.unpack('>c1i8i8i8', ARGV[i + 2])
+  local kind, after = struct.unpack('>c1i8', ARGV[i + 2])
+  local started, ended = struct.unpack('>i6i6', ARGV[i + 3])
   local att, cstarted, n, tl, wl = struct.unpack('>I4I6BBB', cv, 8)
   local worker = string.sub(cv, 21 + tl, 20 + tl + wl)
   local b = kk_bucket(cv, 21 + tl + wl)
@@ -63,7 +65,7 @@ for k = 1, nv do
     slog[ns] = struct.pack('>I4I6I6', att, started, ended) .. w
     if att > 1 then later[#later + 1] = ns end
   else
-    local err = ARGV[i + 3]
+    local err = ARGV[i + 4]
     local r, rn = read_rec(bk, id)
     if r and kind == 'd' then
       -- A deferral: nothing ran. The record keeps its attempt count (the one before the
