@@ -12,6 +12,8 @@
 
 #include <algorithm>
 #include <charconv>
+#include <stdexcept>
+#include <string>
 #include <utility>
 
 namespace timewheel::dq::detail::replies {
@@ -131,7 +133,12 @@ std::optional<std::int64_t> time_reply(redis::reply rep) {
 }
 
 claim_head claim_reply(redis::reply rep, std::vector<claimed_task>& tasks) {
-    const std::size_t n = rep.size();
+    // Checked before any element is read: elements() has no bounds, and a task is 9 of them.
+    const std::size_t n = rep.size(); // throws unless an array
+    if (n < 2 || (n - 2) % 9 != 0) {
+        throw std::runtime_error("dq::redis_store: a claim reply of " + std::to_string(n) +
+                                 " elements");
+    }
     const auto items = rep.elements();
     claim_head head;
     head.now = items[0].as_integer();

@@ -89,8 +89,24 @@ auto redis_store_impl::claim_replies(const redis::response& resp,
             }
             continue;
         }
+        // A reply of another shape (a hostile or confused server) counts as that shard's
+        // error, as an error reply does; the tasks it may have leased come back when their
+        // leases expire.
+        replies::claim_head head;
+        const std::size_t before = out.tasks.size();
+        try {
+            head = replies::claim_reply(rep, out.tasks);
+        } catch (const std::exception&) {
+            out.tasks.resize(before); // whole replies only
+            if (!first_error) {
+                first_error = error::store_error;
+            }
+            if (i < visit.size()) {
+                schedule_.forget(visit[i]);
+            }
+            continue;
+        }
         any = true;
-        const auto head = replies::claim_reply(rep, out.tasks);
         if (head.now > out.server_time.time_since_epoch().count()) {
             out.server_time = ms(head.now);
         }
