@@ -2,22 +2,28 @@
 // test/cron/schedule.cpp
 //
 // cron::schedule: the parser (valid expressions by their occurrences, invalid ones by their
-// exact message, field and position), next_after in UTC, and the DST policy in the zones the
-// issue names. Every expected instant below is written down from the tz database
+// exact message, field and position), next_after in UTC, the DST policy in the zones the
+// issue names, and cron_task on the local wheel (order, never early, no allocation per run). Every
+// expected instant below is written down from the tz database
 // (`zdump -v -c 2010,2030 ZONE`, quoted above each case), never computed by the code under
 // test. The policy itself is docs/cron.md.
 //
 
 #define BOOST_TEST_MODULE cron_schedule
+#include <timewheel/cron/cron_task.hpp>
 #include <timewheel/cron/schedule.hpp>
 
+#include <boost/asio/io_context.hpp>
 #include <boost/test/unit_test.hpp>
 
 #include <date/date.h>
 
 #include <cstdio>
+#include <functional>
 #include <string>
 #include <vector>
+
+#include <test/support/allocation_counter.hpp>
 
 namespace cron = timewheel::cron;
 using cron::time_point;
@@ -458,6 +464,148 @@ BOOST_AUTO_TEST_CASE(europe_moscow_kept_summer_time_from_2011_to_2014) {
     BOOST_TEST(next("30 1 * * *", z, "2014-10-25T12:00:00Z", 2) ==
                (lines{"2014-10-25T21:30:00Z = 2014-10-26T01:30:00+04:00",
                       "2014-10-26T22:30:00Z = 2014-10-27T01:30:00+03:00"}));
+}
+
+BOOST_AUTO_TEST_SUITE_END()
+
+// cron_task: runs on the local wheel. Intervals keep these short; nothing timed is asserted,
+// only order and "never before the occurrence by the system clock".
+BOOST_AUTO_TEST_SUITE(cron_task)
+
+using namespace std::chrono_literals;
+using std::chrono::system_clock;
+
+cron::time_point now_ms() {
+    return std::chrono::floor<std::chrono::milliseconds>(system_clock::now());
+}
+
+BOOST_AUTO_TEST_CASE(runs_each_occurrence_in_order_and_never_early) {
+    boost::asio::io_context io;
+    const auto anchor = now_ms();
+    const auto s = cron::schedule::every(7ms, anchor);
+    std::vector<cron::cron_run> runs;
+    bool early = false;
+    timewheel::cron::cron_task task;
+    task = cron::start(io, s, [&](const cron::cron_run& run) {
+        early = early || system_clock::now() < run.scheduled || run.started < run.scheduled;
+        runs.push_back(run);
+        if (runs.size() == 10)
+            task.cancel();
+    });
+    BOOST_TEST(task.active());
+    BOOST_TEST(task.next_run().has_value());
+    io.run();
+    BOOST_TEST(!early);
+    BOOST_REQUIRE(runs.size() == 10u);
+    for (std::size_t i = 0; i < runs.size(); ++i) {
+        BOOST_TEST(runs[i].index == i);
+        BOOST_TEST(((runs[i].scheduled - anchor) % 7ms == 0ms));
+        BOOST_TEST((runs[i].scheduled > anchor));
+        if (i > 0)
+            BOOST_TEST((runs[i].scheduled > runs[i - 1].scheduled));
+    }
+    BOOST_TEST(task.runs() == 10u);
+    BOOST_TEST(!task.active());
+}
+
+BOOST_AUTO_TEST_CASE(a_run_that_overruns_skips_the_missed_occurrences) {
+    boost::asio::io_context io;
+    const auto anchor = now_ms();
+    const auto s = cron::schedule::every(2ms, anchor);
+    std::vector<cron::cron_run> runs;
+    timewheel::cron::cron_task task;
+    task = cron::start(io, s, [&](const cron::cron_run& run) {
+        runs.push_back(run);
+        if (runs.size() == 1) {
+            const auto until = system_clock::now() + 10ms; // block the thread
+            while (system_clock::now() < until) {
+            }
+        }
+        if (runs.size() == 3)
+            task.cancel();
+    });
+    io.run();
+    BOOST_REQUIRE(runs.size() == 3u);
+    // Each run is for the first occurrence after the previous one and after the previous
+    // run started: a late run runs once, the occurrences it missed are skipped. The first
+    // run blocked the thread for five occurrences, so one of the gaps is more than one.
+    bool skipped = false;
+    for (std::size_t i = 1; i < runs.size(); ++i) {
+        auto expected = runs[i - 1].scheduled + 2ms;
+        while (expected <= std::chrono::floor<std::chrono::milliseconds>(runs[i - 1].started))
+            expected += 2ms;
+        BOOST_TEST((runs[i].scheduled == expected));
+        skipped = skipped || runs[i].scheduled - runs[i - 1].scheduled > 2ms;
+    }
+    BOOST_TEST(skipped);
+}
+
+BOOST_AUTO_TEST_CASE(destroying_the_handle_cancels) {
+    boost::asio::io_context io;
+    int runs = 0;
+    {
+        auto task = cron::start(io, cron::schedule::every(1ms, now_ms()), [&] { ++runs; });
+    }
+    io.run();
+    BOOST_TEST(runs == 0);
+}
+
+BOOST_AUTO_TEST_CASE(a_schedule_with_no_next_occurrence_ends_the_task_at_once) {
+    boost::asio::io_context io;
+    int runs = 0;
+    auto task = cron::start(io, cron::schedule::parse("0 0 30 2 *"), [&] { ++runs; });
+    BOOST_TEST(task.valid());
+    BOOST_TEST(!task.active());
+    BOOST_TEST(!task.next_run().has_value());
+    io.run();
+    BOOST_TEST(runs == 0);
+}
+
+BOOST_AUTO_TEST_CASE(the_next_run_of_a_cron_expression_is_its_next_occurrence) {
+    boost::asio::io_context io;
+    const auto s = cron::schedule::parse("0 9 * * MON-FRI", "Europe/Berlin");
+    const auto before = now_ms();
+    auto task = cron::start(io, s, [] {});
+    BOOST_REQUIRE(task.next_run().has_value());
+    BOOST_TEST((*task.next_run() == *s.next_after(before) ||
+                *task.next_run() == *s.next_after(*s.next_after(before))));
+    BOOST_TEST(task.cancel());
+    BOOST_TEST(!task.cancel());
+}
+
+BOOST_AUTO_TEST_CASE(waking_before_the_occurrence_by_the_system_clock_waits_again) {
+    // What happens when the clock was set back while the task slept: the wheel wakes it, the
+    // system clock says the occurrence is still ahead, and it must not run.
+    boost::asio::io_context io;
+    auto& service = boost::asio::use_service<timewheel::wheel_service>(io);
+    int runs = 0;
+    cron::detail::cron_state_impl<std::function<void()>> state(
+        service, cron::schedule::every(1h, now_ms()), {}, [&] { ++runs; });
+    state.scheduled_ = now_ms() + 1h;
+    state.notify(service, timewheel::detail::entry_event::expired);
+    BOOST_TEST(runs == 0);
+    BOOST_TEST(state.runs_ == 0u);
+    BOOST_TEST(service.cancel(state)); // armed again
+}
+
+BOOST_AUTO_TEST_CASE(runs_allocate_nothing) {
+    boost::asio::io_context io;
+    int runs = 0;
+    std::size_t allocated = 0;
+    timewheel::test::allocation_counter counter;
+    timewheel::cron::cron_task task;
+    task = cron::start(io, cron::schedule::every(1ms, now_ms()), [&] {
+        ++runs;
+        if (runs == 20) { // warm
+            counter.reset();
+        } else if (runs == 70) {
+            allocated = counter.count();
+            task.cancel();
+        }
+    });
+    io.run();
+    BOOST_TEST(runs == 70);
+    BOOST_TEST(allocated == 0u);
 }
 
 BOOST_AUTO_TEST_SUITE_END()
