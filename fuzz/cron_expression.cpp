@@ -67,7 +67,13 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
             const auto m = s.next_after(*n);
             FUZZ_CHECK(!m || *m > *n, "the occurrence after is strictly after");
             const std::string local = s.local_time(*n);
-            FUZZ_CHECK(local.size() >= 25 && local[10] == 'T',
+            // YYYY-MM-DDTHH:MM:SS+HH:MM; the year may be signed or longer than 4 digits (the
+            // search reaches back to year -30000 when asked from further back).
+            const std::size_t date_end = local.find('T');
+            FUZZ_CHECK(date_end != std::string::npos && date_end >= 10 &&
+                           local.size() >= date_end + 15 &&
+                           (local[date_end + 9] == '+' || local[date_end + 9] == '-' ||
+                            local[date_end + 9] == '.'),
                        "local_time is a date, a time and an offset");
         }
         const std::string local = s.local_time(t);

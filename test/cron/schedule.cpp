@@ -588,6 +588,26 @@ BOOST_AUTO_TEST_CASE(waking_before_the_occurrence_by_the_system_clock_waits_agai
     BOOST_TEST(service.cancel(state)); // armed again
 }
 
+BOOST_AUTO_TEST_CASE(next_after_allocates_nothing) {
+    // What makes a cron_task's runs free of allocations with a parsed schedule too (and a
+    // materialiser's calls cheap): the zone's rules are loaded on first use, then only read.
+    for (const char* zone : {"Europe/Berlin", "Australia/Lord_Howe", "Pacific/Apia"}) {
+        for (const char* expression : {"0 9 * * *", "*/15 * * * *", "0 0 L * 5L"}) {
+            const auto s = cron::schedule::parse(expression, zone);
+            auto t = at("2026-01-01T00:00:00Z");
+            t = *s.next_after(t); // warm: the zone's rules are read from disk
+            auto far = at("2150-06-01T00:00:00Z");
+            timewheel::test::allocation_counter counter;
+            for (int i = 0; i < 2000; ++i)
+                t = *s.next_after(t);
+            for (int i = 0; i < 100; ++i)
+                far = *s.next_after(far);
+            const std::size_t allocated = counter.count();
+            BOOST_TEST(allocated == 0u, zone << " " << expression);
+        }
+    }
+}
+
 BOOST_AUTO_TEST_CASE(runs_allocate_nothing) {
     boost::asio::io_context io;
     int runs = 0;
