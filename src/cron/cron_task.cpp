@@ -48,7 +48,13 @@ void cron_state::on_event(wheel_service&, service_entry& entry, entry_event even
     }
     const auto now = system_clock::now();
     if (now < self.scheduled_) {
-        self.arm_for(now); // early by the system clock (set back, or a recheck): wait more
+        // Early by the system clock (it was set back, or this is a recheck): wait more.
+        try {
+            self.arm_for(now);
+        } catch (...) {
+            finish();
+            throw;
+        }
         return;
     }
     const cron_run run{self.runs_, self.scheduled_, now};
@@ -68,8 +74,13 @@ void cron_state::on_event(wheel_service&, service_entry& entry, entry_event even
     // Missed occurrences (a blocked thread, a clock set ahead) are skipped: the next one is
     // the first after this run started, or after this occurrence if that is later.
     const auto started = std::chrono::floor<std::chrono::milliseconds>(now);
-    if (!self.arm_next(std::max(self.scheduled_, started)))
-        finish();
+    try {
+        if (!self.arm_next(std::max(self.scheduled_, started)))
+            finish();
+    } catch (...) {
+        finish(); // a detached task frees itself even when arming throws
+        throw;
+    }
 }
 
 } // namespace detail

@@ -466,6 +466,39 @@ BOOST_AUTO_TEST_CASE(europe_moscow_kept_summer_time_from_2011_to_2014) {
                       "2014-10-26T22:30:00Z = 2014-10-27T01:30:00+03:00"}));
 }
 
+// After 2037 the zone files give their rule as a POSIX TZ string (Berlin:
+// CET-1CEST,M3.5.0,M10.5.0/3), which the date library alone ignores.
+// Europe/Berlin        Sun Mar 25 01:00:00 2040 UT = Sun Mar 25 03:00:00 2040 CEST isdst=1
+// gmtoff=7200 Europe/Berlin        Sun Oct 28 01:00:00 2040 UT = Sun Oct 28 02:00:00 2040 CET
+// isdst=0 gmtoff=3600 Australia/Lord_Howe  Sat Mar 31 15:00:00 2040 UT = Sun Apr  1 01:30:00 2040
+// +1030 isdst=0 gmtoff=37800 Australia/Lord_Howe  Sat Oct  6 15:30:00 2040 UT = Sun Oct  7 02:30:00
+// 2040 +11 isdst=1 gmtoff=39600 America/Santiago     Sun Apr  8 03:00:00 2040 UT = Sat Apr  7
+// 23:00:00 2040 -04 isdst=0 gmtoff=-14400 America/Santiago     Sun Sep  2 04:00:00 2040 UT = Sun
+// Sep  2 01:00:00 2040 -03 isdst=1 gmtoff=-10800
+BOOST_AUTO_TEST_CASE(after_2037_the_zone_files_own_rule_applies) {
+    BOOST_TEST(next("30 2 * * *", "Europe/Berlin", "2040-03-24T12:00:00Z", 2) ==
+               (lines{"2040-03-25T01:00:00Z = 2040-03-25T03:00:00+02:00",
+                      "2040-03-26T00:30:00Z = 2040-03-26T02:30:00+02:00"}));
+    BOOST_TEST(next("30 2 * * *", "Europe/Berlin", "2040-10-27T12:00:00Z", 2) ==
+               (lines{"2040-10-28T00:30:00Z = 2040-10-28T02:30:00+02:00",
+                      "2040-10-29T01:30:00Z = 2040-10-29T02:30:00+01:00"}));
+    BOOST_TEST(next("*/30 * * * *", "Europe/Berlin", "2040-10-28T00:00:00Z", 3) ==
+               (lines{"2040-10-28T00:30:00Z = 2040-10-28T02:30:00+02:00",
+                      "2040-10-28T01:00:00Z = 2040-10-28T02:00:00+01:00",
+                      "2040-10-28T01:30:00Z = 2040-10-28T02:30:00+01:00"}));
+    BOOST_TEST(next("15 2 * * *", "Australia/Lord_Howe", "2040-10-06T00:00:00Z", 1) ==
+               (lines{"2040-10-06T15:30:00Z = 2040-10-07T02:30:00+11:00"}));
+    BOOST_TEST(next("45 1 * * *", "Australia/Lord_Howe", "2040-03-31T00:00:00Z", 2) ==
+               (lines{"2040-03-31T14:45:00Z = 2040-04-01T01:45:00+11:00",
+                      "2040-04-01T15:15:00Z = 2040-04-02T01:45:00+10:30"}));
+    BOOST_TEST(next("0 0 * * *", "America/Santiago", "2040-09-01T12:00:00Z", 2) ==
+               (lines{"2040-09-02T04:00:00Z = 2040-09-02T01:00:00-03:00",
+                      "2040-09-03T03:00:00Z = 2040-09-03T00:00:00-03:00"}));
+    BOOST_TEST(next("30 23 * * *", "America/Santiago", "2040-04-07T12:00:00Z", 2) ==
+               (lines{"2040-04-08T02:30:00Z = 2040-04-07T23:30:00-03:00",
+                      "2040-04-09T03:30:00Z = 2040-04-08T23:30:00-04:00"}));
+}
+
 BOOST_AUTO_TEST_SUITE_END()
 
 // cron_task: runs on the local wheel. Intervals keep these short; nothing timed is asserted,
