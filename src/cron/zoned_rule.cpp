@@ -91,8 +91,8 @@ private:
             from = std::min(from, local_seconds{(u + info.offset).time_since_epoch()});
             u = info.end;
         }
-        const auto end_info = zone_.at(end - 1s);
-        const local_seconds limit{(end + end_info.offset).time_since_epoch()};
+        // No zone is more than 26 hours from UTC: a wall-clock time past this is past `end`.
+        const local_seconds limit{(end + 26h).time_since_epoch()};
         for (auto l = fields_.next_match(from, limit); l && *l < limit;
              l = fields_.next_match(*l + 1s, limit)) {
             // f(L): the instant, the earlier of a fold's two, or the end of a gap.
