@@ -12,8 +12,10 @@
 //   named hours: the wall-clock time matches and is not the second pass of a fold, and at a
 //     forward jump, once, if any skipped wall-clock minute matches.
 // The schedule's answer is next_after repeated from the window's start. Both lists must be
-// equal. Every offset of the zones below in those years is whole minutes, so minute steps see
-// every occurrence.
+// equal. A second case does the same from 2039 to 2060 (where the zone files' POSIX TZ rules
+// apply) with the offsets read from `zdump -v`, so the reference does not share the date
+// library with the code under test. Every offset of the zones below in those years is whole
+// minutes, so minute steps see every occurrence.
 //
 // Environment: TIMEWHEEL_SEED (printed) replays a run; TIMEWHEEL_OPS, the number of windows.
 //
@@ -28,8 +30,12 @@
 #include <date/date.h>
 #include <date/tz.h>
 
+#include <algorithm>
 #include <array>
 #include <cstdint>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
 #include <random>
 #include <sstream>
 #include <string>
@@ -172,19 +178,24 @@ expression random_expression(generator& g) {
     return e;
 }
 
-date::local_seconds to_date(local_seconds l) {
-    return date::local_seconds{l.time_since_epoch()};
-}
 local_seconds local_of(sys_seconds u, seconds offset) {
     return local_seconds{(u + offset).time_since_epoch()};
 }
 
-// The policy in its plainest terms (see the top).
-std::vector<sys_seconds> reference(const expression& e, const date::time_zone* z, sys_seconds a,
+// The span of constant offset an instant is in, from one source or the other: its start and
+// its offset.
+struct offset_at {
+    sys_seconds begin;
+    seconds offset;
+};
+
+// The policy in its plainest terms (see the top). `zone_at(u)` gives the span of u.
+template <typename ZoneAt>
+std::vector<sys_seconds> reference(const expression& e, ZoneAt zone_at, sys_seconds a,
                                    sys_seconds b) {
     std::vector<sys_seconds> out;
     for (sys_seconds u = a; u < b; u += 1min) {
-        const auto info = z->get_info(u);
+        const offset_at info = zone_at(u);
         const local_seconds l = local_of(u, info.offset);
         bool fire = e.matches(l);
         if (e.every_hour()) {
@@ -192,20 +203,51 @@ std::vector<sys_seconds> reference(const expression& e, const date::time_zone* z
                 out.push_back(u);
             continue;
         }
-        if (fire) {
-            const auto li = z->get_info(to_date(l));
-            if (li.result == date::local_info::ambiguous &&
-                u == sys_seconds{(l - li.second.offset).time_since_epoch()})
-                fire = false; // the second pass of a fold
-        }
+        const offset_at before = zone_at(info.begin - 1s);
+        // The second pass of a fold: the same wall-clock time was shown before the change.
+        if (fire && before.offset > info.offset && u < info.begin + (before.offset - info.offset))
+            fire = false;
         if (info.begin == u) {
-            const auto before = z->get_info(u - 1s);
             for (auto s = local_of(u, before.offset); s < l; s += 1min)
                 fire = fire || e.matches(s); // a wall-clock minute the jump skipped
         }
         if (fire)
             out.push_back(u);
     }
+    return out;
+}
+
+// The transitions of a zone from `zdump -v` (another reader of the same files, which applies
+// their POSIX TZ rules after 2037 as the C library does).
+std::vector<std::pair<sys_seconds, seconds>> zdump(const std::string& zone, int from, int to) {
+    const std::string command =
+        "zdump -v -c " + std::to_string(from) + "," + std::to_string(to) + " " + zone;
+    std::vector<std::pair<sys_seconds, seconds>> out;
+    FILE* pipe = popen(command.c_str(), "r");
+    BOOST_REQUIRE_MESSAGE(pipe != nullptr, "cannot run " << command);
+    char line[512];
+    static const std::array<std::string_view, 12> months{"Jan", "Feb", "Mar", "Apr", "May", "Jun",
+                                                         "Jul", "Aug", "Sep", "Oct", "Nov", "Dec"};
+    while (std::fgets(line, sizeof line, pipe) != nullptr) {
+        // Zone  Sun Mar 25 01:00:00 2040 UT = Sun Mar 25 03:00:00 2040 CEST isdst=1 gmtoff=7200
+        std::istringstream in(line);
+        std::string name, dow, mon, ut;
+        int d = 0, h = 0, mi = 0, sec = 0, y = 0;
+        char colon = 0;
+        if (!(in >> name >> dow >> mon >> d >> h >> colon >> mi >> colon >> sec >> y >> ut) ||
+            ut != "UT")
+            continue;
+        const char* g = std::strstr(line, "gmtoff=");
+        const auto m = std::find(months.begin(), months.end(), mon);
+        if (g == nullptr || m == months.end())
+            continue;
+        const sys_seconds t = sys_days{year{y} / static_cast<int>(m - months.begin() + 1) / d} +
+                              hours{h} + minutes{mi} + seconds{sec};
+        const seconds offset{std::atol(g + 7)};
+        if (out.empty() || out.back().second != offset)
+            out.emplace_back(t, offset);
+    }
+    pclose(pipe);
     return out;
 }
 
@@ -257,7 +299,13 @@ BOOST_AUTO_TEST_CASE(next_after_agrees_with_a_minute_by_minute_reference) {
         const sys_seconds b = floor<minutes>(centre) + minutes{g.uniform(1, 30 * 60)};
         const auto e = random_expression(g);
         const auto s = cron::schedule::parse(e.text(), name);
-        const auto want = reference(e, z, a, b);
+        const auto want = reference(
+            e,
+            [z](sys_seconds u) {
+                const auto info = z->get_info(u);
+                return offset_at{info.begin, info.offset};
+            },
+            a, b);
         const auto got = answers(s, a, b);
         fired += want.size();
         BOOST_TEST_REQUIRE(got == want, "seed " << seed << " window " << i << ": \"" << e.text()
@@ -268,4 +316,47 @@ BOOST_AUTO_TEST_CASE(next_after_agrees_with_a_minute_by_minute_reference) {
     }
     // The windows must have seen occurrences, or the test compares empty lists.
     BOOST_TEST(fired > windows);
+}
+
+// After 2037 the zone files' POSIX TZ rules apply (src/cron/zone.cpp): here the reference's
+// offsets come from zdump, not from the date library.
+BOOST_AUTO_TEST_CASE(after_2037_next_after_agrees_with_zdump) {
+    const auto seed = timewheel::test::seed_from_environment("cron_schedule_differential 2038+",
+                                                             std::random_device{}());
+    generator g(seed);
+    constexpr std::array<const char*, 6> tail_zones{"Europe/Berlin",    "Australia/Lord_Howe",
+                                                    "America/Santiago", "America/St_Johns",
+                                                    "Pacific/Auckland", "Antarctica/Troll"};
+    std::size_t fired = 0;
+    for (const char* name : tail_zones) {
+        const auto changes = zdump(name, 2039, 2060);
+        BOOST_REQUIRE_MESSAGE(changes.size() > 20, "zdump gave no transitions for " << name);
+        const auto zone_at = [&changes](sys_seconds u) {
+            auto it = std::upper_bound(changes.begin(), changes.end(), u,
+                                       [](sys_seconds x, const std::pair<sys_seconds, seconds>& c) {
+                                           return x < c.first;
+                                       });
+            BOOST_REQUIRE(it != changes.begin());
+            --it;
+            return offset_at{it->first, it->second};
+        };
+        for (int i = 0; i < 40; ++i) {
+            // Around a transition (not the first: its span's start is not known).
+            const auto& change = changes[static_cast<std::size_t>(
+                g.uniform(2, static_cast<int>(changes.size()) - 2))];
+            const sys_seconds a = change.first - minutes{g.uniform(1, 30 * 60)};
+            const sys_seconds b = change.first + minutes{g.uniform(1, 30 * 60)};
+            const auto e = random_expression(g);
+            const auto s = cron::schedule::parse(e.text(), name);
+            const auto want = reference(e, zone_at, a, b);
+            const auto got = answers(s, a, b);
+            fired += want.size();
+            BOOST_TEST_REQUIRE(got == want, "seed " << seed << ": \"" << e.text() << "\" in "
+                                                    << name << " from " << date::format("%FT%TZ", a)
+                                                    << " to " << date::format("%FT%TZ", b)
+                                                    << "\n want " << show(want) << "\n got  "
+                                                    << show(got));
+        }
+    }
+    BOOST_TEST(fired > 100u);
 }
