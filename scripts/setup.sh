@@ -6,6 +6,7 @@ set -euo pipefail
 packages=(g++ clang clang-format cmake make libboost1.81-dev libboost-test1.81-dev libbenchmark-dev
           libhiredis-dev libsqlite3-dev libboost-json1.81-dev libssl-dev redis-server redis-tools
           faketime
+          libhowardhinnant-date-dev # time zones for timewheel::cron (the system's tzdata)
           ninja-build lld # the build and the linker of scripts/test.sh
           libclang-rt-14-dev # libFuzzer, for scripts/fuzz.sh (the fuzz targets of fuzz/)
           "$@")
