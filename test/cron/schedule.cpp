@@ -283,10 +283,12 @@ BOOST_AUTO_TEST_SUITE_END()
 // time (both passes of a fold, nothing for the skipped times).
 BOOST_AUTO_TEST_SUITE(dst_policy)
 
+// clang-format off
 // Europe/Berlin  Sun Mar 29 00:59:59 2026 UT = Sun Mar 29 01:59:59 2026 CET isdst=0 gmtoff=3600
 // Europe/Berlin  Sun Mar 29 01:00:00 2026 UT = Sun Mar 29 03:00:00 2026 CEST isdst=1 gmtoff=7200
 // Europe/Berlin  Sun Oct 25 00:59:59 2026 UT = Sun Oct 25 02:59:59 2026 CEST isdst=1 gmtoff=7200
 // Europe/Berlin  Sun Oct 25 01:00:00 2026 UT = Sun Oct 25 02:00:00 2026 CET isdst=0 gmtoff=3600
+// clang-format on
 BOOST_AUTO_TEST_CASE(europe_berlin) {
     const std::string z = "Europe/Berlin";
     // Gap: 02:30 does not exist on 29 March; it fires at the gap's end, 03:00 CEST.
@@ -324,11 +326,12 @@ BOOST_AUTO_TEST_CASE(europe_berlin) {
                       "2026-03-30T07:00:00Z = 2026-03-30T09:00:00+02:00"}));
 }
 
-// Australia/Lord_Howe  Sat Apr  4 14:59:59 2026 UT = Sun Apr  5 01:59:59 2026 +11 isdst=1
-// gmtoff=39600 Australia/Lord_Howe  Sat Apr  4 15:00:00 2026 UT = Sun Apr  5 01:30:00 2026 +1030
-// isdst=0 gmtoff=37800 Australia/Lord_Howe  Sat Oct  3 15:29:59 2026 UT = Sun Oct  4 01:59:59 2026
-// +1030 isdst=0 gmtoff=37800 Australia/Lord_Howe  Sat Oct  3 15:30:00 2026 UT = Sun Oct  4 02:30:00
-// 2026 +11 isdst=1 gmtoff=39600
+// clang-format off
+// Australia/Lord_Howe  Sat Apr  4 14:59:59 2026 UT = Sun Apr  5 01:59:59 2026 +11 isdst=1 gmtoff=39600
+// Australia/Lord_Howe  Sat Apr  4 15:00:00 2026 UT = Sun Apr  5 01:30:00 2026 +1030 isdst=0 gmtoff=37800
+// Australia/Lord_Howe  Sat Oct  3 15:29:59 2026 UT = Sun Oct  4 01:59:59 2026 +1030 isdst=0 gmtoff=37800
+// Australia/Lord_Howe  Sat Oct  3 15:30:00 2026 UT = Sun Oct  4 02:30:00 2026 +11 isdst=1 gmtoff=39600
+// clang-format on
 BOOST_AUTO_TEST_CASE(australia_lord_howe_shifts_by_30_minutes) {
     const std::string z = "Australia/Lord_Howe";
     BOOST_TEST(next("15 2 * * *", z, "2026-10-03T00:00:00Z", 2) ==
@@ -349,11 +352,12 @@ BOOST_AUTO_TEST_CASE(australia_lord_howe_shifts_by_30_minutes) {
                       "2026-04-04T15:50:00Z = 2026-04-05T02:20:00+10:30"}));
 }
 
-// America/Santiago  Sun Apr  5 02:59:59 2026 UT = Sat Apr  4 23:59:59 2026 -03 isdst=1
-// gmtoff=-10800 America/Santiago  Sun Apr  5 03:00:00 2026 UT = Sat Apr  4 23:00:00 2026 -04
-// isdst=0 gmtoff=-14400 America/Santiago  Sun Sep  6 03:59:59 2026 UT = Sat Sep  5 23:59:59 2026
-// -04 isdst=0 gmtoff=-14400 America/Santiago  Sun Sep  6 04:00:00 2026 UT = Sun Sep  6 01:00:00
-// 2026 -03 isdst=1 gmtoff=-10800
+// clang-format off
+// America/Santiago  Sun Apr  5 02:59:59 2026 UT = Sat Apr  4 23:59:59 2026 -03 isdst=1 gmtoff=-10800
+// America/Santiago  Sun Apr  5 03:00:00 2026 UT = Sat Apr  4 23:00:00 2026 -04 isdst=0 gmtoff=-14400
+// America/Santiago  Sun Sep  6 03:59:59 2026 UT = Sat Sep  5 23:59:59 2026 -04 isdst=0 gmtoff=-14400
+// America/Santiago  Sun Sep  6 04:00:00 2026 UT = Sun Sep  6 01:00:00 2026 -03 isdst=1 gmtoff=-10800
+// clang-format on
 BOOST_AUTO_TEST_CASE(america_santiago_changes_at_midnight) {
     const std::string z = "America/Santiago";
     // Midnight of 6 September does not exist: a daily midnight job runs at 01:00.
@@ -377,10 +381,12 @@ BOOST_AUTO_TEST_CASE(america_santiago_changes_at_midnight) {
                       "2026-09-06T05:00:00Z = 2026-09-06T02:00:00-03:00"}));
 }
 
+// clang-format off
 // Asia/Beirut  Sat Mar 28 21:59:59 2026 UT = Sat Mar 28 23:59:59 2026 EET isdst=0 gmtoff=7200
 // Asia/Beirut  Sat Mar 28 22:00:00 2026 UT = Sun Mar 29 01:00:00 2026 EEST isdst=1 gmtoff=10800
 // Asia/Beirut  Sat Oct 24 20:59:59 2026 UT = Sat Oct 24 23:59:59 2026 EEST isdst=1 gmtoff=10800
 // Asia/Beirut  Sat Oct 24 21:00:00 2026 UT = Sat Oct 24 23:00:00 2026 EET isdst=0 gmtoff=7200
+// clang-format on
 BOOST_AUTO_TEST_CASE(asia_beirut_changes_at_midnight_in_2026) {
     const std::string z = "Asia/Beirut";
     BOOST_TEST(next("0 0 * * *", z, "2026-03-28T12:00:00Z", 2) ==
@@ -400,9 +406,11 @@ BOOST_AUTO_TEST_CASE(asia_beirut_changes_at_midnight_in_2026) {
                       "2026-03-28T22:30:00Z = 2026-03-29T01:30:00+03:00"}));
 }
 
+// clang-format off
 // Pacific/Apia  Fri Dec 30 09:59:59 2011 UT = Thu Dec 29 23:59:59 2011 -10 isdst=1 gmtoff=-36000
 // Pacific/Apia  Fri Dec 30 10:00:00 2011 UT = Sat Dec 31 00:00:00 2011 +14 isdst=1 gmtoff=50400
 // Pacific/Apia  Sat Sep 29 14:00:00 2012 UT = Sun Sep 30 04:00:00 2012 +14 isdst=1 gmtoff=50400
+// clang-format on
 BOOST_AUTO_TEST_CASE(pacific_apia_skips_30_december_2011) {
     const std::string z = "Pacific/Apia";
     // 09:00 on the 30th does not exist: it fires when the day that does not exist ends.
@@ -419,12 +427,12 @@ BOOST_AUTO_TEST_CASE(pacific_apia_skips_30_december_2011) {
                (lines{"2012-12-29T10:00:00Z = 2012-12-30T00:00:00+14:00"}));
 }
 
-// America/Sao_Paulo  Sun Nov  4 02:59:59 2018 UT = Sat Nov  3 23:59:59 2018 -03 isdst=0
-// gmtoff=-10800 America/Sao_Paulo  Sun Nov  4 03:00:00 2018 UT = Sun Nov  4 01:00:00 2018 -02
-// isdst=1 gmtoff=-7200 America/Sao_Paulo  Sun Feb 17 01:59:59 2019 UT = Sat Feb 16 23:59:59 2019
-// -02 isdst=1 gmtoff=-7200 America/Sao_Paulo  Sun Feb 17 02:00:00 2019 UT = Sat Feb 16 23:00:00
-// 2019 -03 isdst=0 gmtoff=-10800 (and no transition after: Brazil abolished daylight saving in
-// 2019)
+// clang-format off
+// America/Sao_Paulo  Sun Nov  4 02:59:59 2018 UT = Sat Nov  3 23:59:59 2018 -03 isdst=0 gmtoff=-10800
+// America/Sao_Paulo  Sun Nov  4 03:00:00 2018 UT = Sun Nov  4 01:00:00 2018 -02 isdst=1 gmtoff=-7200
+// America/Sao_Paulo  Sun Feb 17 01:59:59 2019 UT = Sat Feb 16 23:59:59 2019 -02 isdst=1 gmtoff=-7200
+// America/Sao_Paulo  Sun Feb 17 02:00:00 2019 UT = Sat Feb 16 23:00:00 2019 -03 isdst=0 gmtoff=-10800 (and no transition after: Brazil abolished daylight saving in 2019)
+// clang-format on
 BOOST_AUTO_TEST_CASE(america_sao_paulo_before_and_after_its_rules_changed) {
     const std::string z = "America/Sao_Paulo";
     BOOST_TEST(next("30 0 * * *", z, "2018-11-03T12:00:00Z", 2) ==
@@ -448,10 +456,12 @@ BOOST_AUTO_TEST_CASE(america_sao_paulo_before_and_after_its_rules_changed) {
                       "2019-02-17T03:00:00Z = 2019-02-17T00:00:00-03:00"}));
 }
 
+// clang-format off
 // Europe/Moscow  Sat Mar 26 22:59:59 2011 UT = Sun Mar 27 01:59:59 2011 MSK isdst=0 gmtoff=10800
 // Europe/Moscow  Sat Mar 26 23:00:00 2011 UT = Sun Mar 27 03:00:00 2011 MSK isdst=0 gmtoff=14400
 // Europe/Moscow  Sat Oct 25 21:59:59 2014 UT = Sun Oct 26 01:59:59 2014 MSK isdst=0 gmtoff=14400
 // Europe/Moscow  Sat Oct 25 22:00:00 2014 UT = Sun Oct 26 01:00:00 2014 MSK isdst=0 gmtoff=10800
+// clang-format on
 BOOST_AUTO_TEST_CASE(europe_moscow_kept_summer_time_from_2011_to_2014) {
     const std::string z = "Europe/Moscow";
     BOOST_TEST(next("30 2 * * *", z, "2011-03-26T12:00:00Z", 2) ==
@@ -468,13 +478,10 @@ BOOST_AUTO_TEST_CASE(europe_moscow_kept_summer_time_from_2011_to_2014) {
 
 // After 2037 the zone files give their rule as a POSIX TZ string (Berlin:
 // CET-1CEST,M3.5.0,M10.5.0/3), which the date library alone ignores.
-// Europe/Berlin        Sun Mar 25 01:00:00 2040 UT = Sun Mar 25 03:00:00 2040 CEST isdst=1
-// gmtoff=7200 Europe/Berlin        Sun Oct 28 01:00:00 2040 UT = Sun Oct 28 02:00:00 2040 CET
-// isdst=0 gmtoff=3600 Australia/Lord_Howe  Sat Mar 31 15:00:00 2040 UT = Sun Apr  1 01:30:00 2040
-// +1030 isdst=0 gmtoff=37800 Australia/Lord_Howe  Sat Oct  6 15:30:00 2040 UT = Sun Oct  7 02:30:00
-// 2040 +11 isdst=1 gmtoff=39600 America/Santiago     Sun Apr  8 03:00:00 2040 UT = Sat Apr  7
-// 23:00:00 2040 -04 isdst=0 gmtoff=-14400 America/Santiago     Sun Sep  2 04:00:00 2040 UT = Sun
-// Sep  2 01:00:00 2040 -03 isdst=1 gmtoff=-10800
+// clang-format off
+// Europe/Berlin        Sun Mar 25 01:00:00 2040 UT = Sun Mar 25 03:00:00 2040 CEST isdst=1 gmtoff=7200
+// Europe/Berlin        Sun Oct 28 01:00:00 2040 UT = Sun Oct 28 02:00:00 2040 CET isdst=0 gmtoff=3600 Australia/Lord_Howe  Sat Mar 31 15:00:00 2040 UT = Sun Apr  1 01:30:00 2040 +1030 isdst=0 gmtoff=37800 Australia/Lord_Howe  Sat Oct  6 15:30:00 2040 UT = Sun Oct  7 02:30:00 2040 +11 isdst=1 gmtoff=39600 America/Santiago     Sun Apr  8 03:00:00 2040 UT = Sat Apr  7 23:00:00 2040 -04 isdst=0 gmtoff=-14400 America/Santiago     Sun Sep  2 04:00:00 2040 UT = Sun Sep  2 01:00:00 2040 -03 isdst=1 gmtoff=-10800
+// clang-format on
 BOOST_AUTO_TEST_CASE(after_2037_the_zone_files_own_rule_applies) {
     BOOST_TEST(next("30 2 * * *", "Europe/Berlin", "2040-03-24T12:00:00Z", 2) ==
                (lines{"2040-03-25T01:00:00Z = 2040-03-25T03:00:00+02:00",
