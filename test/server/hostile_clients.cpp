@@ -193,7 +193,7 @@ BOOST_AUTO_TEST_CASE(pipelined_requests_never_read_cost_bounded_memory) {
     // Under AddressSanitizer freed memory waits in its quarantine (256 MiB by default), so
     // the peak follows the allocations made (one answer per request), not what is kept:
     // the bound is checked by the other builds.
-#if !defined(__SANITIZE_ADDRESS__)
+#if !defined(TIMEWHEEL_SANITIZED)
     BOOST_TEST(grown_kb < 64 * 1024, "grew by " << grown_kb << " kB after " << sent << " bytes");
 #else
     (void)grown_kb;
@@ -263,7 +263,11 @@ BOOST_AUTO_TEST_CASE(running_out_of_descriptors_neither_spins_nor_floods_the_log
 
 // The descriptors run out under a running service (its limit lowered after it chose its
 // connection limit): accepting pauses instead of spinning, logs a line now and then, and
-// resumes once descriptors are free again.
+// resumes once descriptors are free again. Not under clang's sanitizers: UBSan checks the
+// object of a virtual call by probing its memory through a pipe (sanitizer_common's
+// IsAccessibleMemoryRange), which fails with every descriptor taken and reports a false
+// "invalid vptr". The g++ pass runs it.
+#if !(defined(__clang__) && defined(TIMEWHEEL_SANITIZED))
 BOOST_AUTO_TEST_CASE(accepting_pauses_while_descriptors_are_exhausted) {
     node n({"--log-level", "warn"});
     const std::string pid = std::to_string(n.pid());
@@ -290,6 +294,7 @@ BOOST_AUTO_TEST_CASE(accepting_pauses_while_descriptors_are_exhausted) {
     BOOST_TEST(lines >= 1u, "the descriptors never ran out:\n" << log);
     BOOST_TEST(lines < 5u, lines << " accept_failed lines:\n" << log.substr(0, 2000));
 }
+#endif
 
 // Ids with encoded bytes: control characters are refused, a '/' stays inside its segment,
 // and Location carries the id percent-encoded.
