@@ -1,19 +1,41 @@
-// cron::schedule: the interval rule. (Cron expressions and zones: being written, issue 28.)
-#include <timewheel/cron/schedule.hpp>
+// cron::schedule: the front of the rules (rule.hpp), the interval rule, and the one format
+// of instants (iso8601).
+#include "rule.hpp"
 
-#include <date/date.h>
+#include <cstdio>
+#include <cstdlib>
 
 namespace timewheel::cron {
 
 namespace detail {
-class rule {
-public:
-    virtual ~rule() = default;
-    virtual std::optional<time_point> next_after(time_point t) const = 0;
-    virtual bool is_interval() const noexcept = 0;
-    virtual const std::string& zone() const noexcept = 0;
-    virtual std::string local_time(time_point t) const = 0;
-};
+
+std::string iso8601(time_point t, std::chrono::seconds offset, bool zulu) {
+    using namespace std::chrono;
+    const auto local = t + offset;
+    const auto day = floor<days>(local);
+    const year_month_day date{day};
+    const hh_mm_ss<milliseconds> time{local - day};
+    char buffer[64];
+    int n = std::snprintf(buffer, sizeof buffer, "%04d-%02u-%02uT%02d:%02d:%02d",
+                          static_cast<int>(date.year()), static_cast<unsigned>(date.month()),
+                          static_cast<unsigned>(date.day()), static_cast<int>(time.hours().count()),
+                          static_cast<int>(time.minutes().count()),
+                          static_cast<int>(time.seconds().count()));
+    if (time.subseconds().count() != 0)
+        n += std::snprintf(buffer + n, sizeof buffer - n, ".%03d",
+                           static_cast<int>(time.subseconds().count()));
+    if (zulu) {
+        std::snprintf(buffer + n, sizeof buffer - n, "Z");
+    } else {
+        const auto s = offset.count();
+        const auto a = std::llabs(s);
+        n += std::snprintf(buffer + n, sizeof buffer - n, "%c%02lld:%02lld", s < 0 ? '-' : '+',
+                           a / 3600, a / 60 % 60);
+        if (a % 60 != 0)
+            std::snprintf(buffer + n, sizeof buffer - n, ":%02lld", a % 60);
+    }
+    return buffer;
+}
 
 namespace {
 class interval_rule final : public rule {
@@ -29,7 +51,9 @@ public:
     }
     bool is_interval() const noexcept override { return true; }
     const std::string& zone() const noexcept override { return utc_; }
-    std::string local_time(time_point t) const override { return date::format("%FT%TZ", t); }
+    std::string local_time(time_point t) const override {
+        return iso8601(t, std::chrono::seconds{0}, true);
+    }
 
 private:
     std::chrono::milliseconds interval_;
@@ -39,8 +63,8 @@ private:
 } // namespace
 } // namespace detail
 
-schedule schedule::parse(std::string_view, std::string_view) {
-    throw parse_error("cron expressions are not built yet", 0, 0);
+schedule schedule::parse(std::string_view expression, std::string_view zone) {
+    return schedule(detail::make_zoned_rule(expression, zone));
 }
 
 schedule schedule::every(std::chrono::milliseconds interval, time_point anchor) {
