@@ -130,7 +130,7 @@ public:
     using pass_handler = boost::asio::any_completion_handler<void(error_code, bool)>;
 
     void run(run_handler h) {
-        run_ = std::move(h);
+        run_.emplace(std::move(h));
         stopped_ = false;
         next_pass();
     }
@@ -269,8 +269,8 @@ private:
 
     void complete_run() {
         if (run_) {
-            auto h = std::move(run_);
-            run_ = {};
+            auto h = std::move(*run_);
+            run_.reset();
             std::move(h)(boost::asio::error::operation_aborted);
         }
     }
@@ -279,7 +279,8 @@ private:
     scheduler_options opt_;
     boost::asio::steady_timer timer_;
     scheduler_stats stats_;
-    run_handler run_;
+    // (an optional: Boost 1.81's any_completion_handler recurses forever on move assignment)
+    std::optional<run_handler> run_;
     bool stopped_ = false;
     bool busy_ = false;
 };

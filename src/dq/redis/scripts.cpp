@@ -105,6 +105,10 @@ const redis::script& renew() { static const redis::script s = make(lua::renew); 
 const redis::script& ack() { static const redis::script s = make(lua::ack); return s; }
 const redis::script& release() { static const redis::script s = make(lua::release); return s; }
 const redis::script& earliest_due() { static const redis::script s = make(lua::earliest_due); return s; }
+const redis::script& schedule() { static const redis::script s = make(lua::schedule); return s; }
+const redis::script& schedule_list() { static const redis::script s = make(lua::schedule_list); return s; }
+const redis::script& schedule_due() { static const redis::script s = make(lua::schedule_due); return s; }
+const redis::script& materialise() { static const redis::script s = make(lua::materialise); return s; }
 // clang-format on
 
 } // namespace timewheel::dq::detail::scripts
