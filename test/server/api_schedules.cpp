@@ -208,7 +208,8 @@ BOOST_AUTO_TEST_CASE(create_is_idempotent_then_get_list_patch_and_delete) {
     BOOST_TEST(page2.json().at("next_cursor").is_null());
     std::set<std::string> ids;
     for (const auto* p : {&page1, &page2}) {
-        for (const auto& e : p->json().at("entries").as_array()) {
+        const auto page = p->json();
+        for (const auto& e : page.at("entries").as_array()) {
             ids.emplace(e.at("id").as_string());
         }
     }
@@ -305,7 +306,8 @@ BOOST_AUTO_TEST_CASE(next_and_preview_show_the_berlin_spring_forward_gap) {
     auto check = [&](const ts::api_reply& r) {
         BOOST_TEST_REQUIRE(r.status == 200u, r);
         BOOST_TEST(r.json().at("time_zone").as_string() == "Europe/Berlin");
-        const auto& list = r.json().at("occurrences").as_array();
+        const auto body = r.json();
+        const auto& list = body.at("occurrences").as_array();
         BOOST_TEST_REQUIRE(list.size() == expected.size(), r);
         for (std::size_t i = 0; i < list.size(); ++i) {
             BOOST_TEST(list[i].at("at").as_string() == expected[i].first);
@@ -326,7 +328,8 @@ BOOST_AUTO_TEST_CASE(next_and_preview_show_the_berlin_spring_forward_gap) {
         "Europe/Berlin", "after": "2026-10-23T12:00:00Z", "count": 3})");
     BOOST_TEST_REQUIRE(fold.status == 200u, fold);
     std::vector<std::string> fold_at;
-    for (const auto& o : fold.json().at("occurrences").as_array()) {
+    const auto fold_json = fold.json();
+    for (const auto& o : fold_json.at("occurrences").as_array()) {
         fold_at.emplace_back(std::string(o.at("at").as_string()) + " " +
                              std::string(o.at("local").as_string()));
     }
@@ -341,7 +344,8 @@ BOOST_AUTO_TEST_CASE(next_and_preview_show_the_berlin_spring_forward_gap) {
         "2030-01-01T00:00:00Z", "end_at": "2030-01-01T00:04:00Z", "count": 10})");
     BOOST_TEST_REQUIRE(every.status == 200u, every);
     std::vector<std::string> at;
-    for (const auto& o : every.json().at("occurrences").as_array()) {
+    const auto every_json = every.json();
+    for (const auto& o : every_json.at("occurrences").as_array()) {
         at.emplace_back(o.at("at").as_string());
     }
     BOOST_TEST(at ==
