@@ -528,8 +528,14 @@ net::awaitable<routed> handle(api_context& ctx, const request& req) {
             if (method != http::verb::post) {
                 co_return routed{method_not_allowed("POST"), routes[which].substr(5)};
             }
-            auto res = which == 2 ? co_await trigger_schedule(ctx, std::move(id))
-                                  : co_await pause_schedule(ctx, std::move(id), which == 0);
+            // One co_await a statement: GCC 12 destroys the temporaries of a co_await in
+            // a conditional operator twice.
+            response res;
+            if (which == 2) {
+                res = co_await trigger_schedule(ctx, std::move(id));
+            } else {
+                res = co_await pause_schedule(ctx, std::move(id), which == 0);
+            }
             co_return routed{std::move(res), routes[which]};
         }
     }

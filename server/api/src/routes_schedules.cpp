@@ -16,6 +16,7 @@
 #include <timewheel/dq/error.hpp>
 
 #include <charconv>
+#include <tuple>
 
 namespace timewheeld::api::detail {
 
@@ -182,8 +183,13 @@ net::awaitable<response> delete_schedule(api_context& ctx, std::string id) {
 net::awaitable<response> pause_schedule(api_context& ctx, std::string id, bool pause) {
     {
         timed t(ctx, pause ? "pause_schedule" : "resume_schedule");
-        auto [ec] = pause ? co_await ctx.queue.async_pause_schedule(id, use_tuple)
-                          : co_await ctx.queue.async_resume_schedule(id, use_tuple);
+        // One co_await a statement (GCC 12 and a co_await in a conditional operator).
+        boost::system::error_code ec;
+        if (pause) {
+            std::tie(ec) = co_await ctx.queue.async_pause_schedule(id, use_tuple);
+        } else {
+            std::tie(ec) = co_await ctx.queue.async_resume_schedule(id, use_tuple);
+        }
         if (ec) {
             co_return schedule_store_error(ec);
         }
