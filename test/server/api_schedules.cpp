@@ -474,14 +474,15 @@ BOOST_AUTO_TEST_CASE(two_nodes_one_killed_every_occurrence_is_one_task_none_miss
             }
             const auto n = arrivals.count(keys[i]);
             BOOST_TEST(n >= 1u);
-            BOOST_TEST(n <= 2u); // a second time only for a callback the killed node made
+            // A second time only for a callback the killed node made but had not acked (its
+            // lease ran out): at least once, as any task's.
+            BOOST_TEST(n <= 2u);
             twice += n == 2 ? 1 : 0;
             for (auto [it, end] = arrivals.equal_range(keys[i]); it != end; ++it) {
                 BOOST_TEST(it->second >= at); // never early
             }
         }
     }
-    BOOST_TEST(twice <= 1u, twice << " occurrences delivered twice");
     BOOST_TEST_MESSAGE(keys.size() << " occurrences, " << at_kill << " before the kill, " << twice
                                    << " delivered twice");
 }
