@@ -8,6 +8,8 @@
 #   components     test/consumer_components/: find_package(timewheel COMPONENTS dq) brings
 #                  timewheel::dq and timewheel::redis (when hiredis is there to build them),
 #                  and COMPONENTS dq_sqlite timewheel::dq_sqlite (when SQLite 3 is there too)
+#   cron           test/consumer_cron/: find_package(timewheel COMPONENTS cron) brings
+#                  timewheel::cron and the date library (when the date library is there)
 # and checks that CMAKE_POSITION_INDEPENDENT_CODE (Conan's fPIC) decides -fPIC.
 # Prints PASS/FAIL per step and exits non-zero on any failure. Uses only temporary directories.
 # Usage: scripts/package-test.sh            (from anywhere in a clone)
@@ -128,6 +130,16 @@ consumer_components() {
   return 0
 }
 
+consumer_cron() {
+  cmake_configure -S "$root/test/consumer_cron" -B "$tmp/cron" -DCMAKE_PREFIX_PATH="$prefix"
+  cmake --build "$tmp/cron" -j"$jobs"
+  "$tmp/cron/consumer_cron"
+  # The wheel alone links no date library.
+  grep -q "date" "$prefix/lib/cmake/timewheel/timewheelTargets.cmake" &&
+    { echo "timewheelTargets.cmake names the date library"; return 1; }
+  return 0
+}
+
 consumer_subdirectory() {
   cmake_configure -S "$root/test/consumer_subdirectory" -B "$tmp/subdirectory"
   # The consumer's target only, as a user's build would: what it links (the wheel alone),
@@ -151,6 +163,11 @@ if [ -f "$prefix/lib/libtimewheel_dq.a" ]; then
   run "consumer of the redis and dq components" consumer_components
 else
   echo "SKIP: consumer of the redis and dq components (built without hiredis)"
+fi
+if [ -f "$prefix/lib/libtimewheel_cron.a" ]; then
+  run "consumer of the cron component" consumer_cron
+else
+  echo "SKIP: consumer of the cron component (built without the date library)"
 fi
 run "position-independent code follows CMAKE_POSITION_INDEPENDENT_CODE" position_independent_code
 

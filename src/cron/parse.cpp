@@ -296,6 +296,7 @@ private:
         int lo = 0;
         int hi = 0;
         bool star = false;
+        bool range = false;
         if (peek() == '*' || peek() == '?') {
             if (peek() == '?' && spec_.k != kind::day && spec_.k != kind::weekday)
                 fail(start, "'?' is only allowed in day-of-month and day-of-week");
@@ -308,6 +309,7 @@ private:
             hi = lo;
             if (peek() == '-') {
                 ++pos_;
+                range = true;
                 hi = value();
                 if (hi < lo)
                     fail(start, "range " + std::string(text_.substr(start, pos_ - start)) +
@@ -318,8 +320,8 @@ private:
         if (peek() == '/') {
             ++pos_;
             by = step();
-            if (!star && hi == lo)
-                hi = spec_.k == kind::weekday ? 6 : spec_.max; // `a/n`: a, a+n, ... to the end
+            if (!star && !range)
+                hi = spec_.star_max; // `a/n`: a, a+n, ... to the end of the field
         }
         if (!at_item_end())
             fail(pos_, "unexpected character " + show(peek()));

@@ -10,12 +10,12 @@
 //   matches. Within a span of constant offset (a date::sys_info) that is a plain calendar
 //   search on the shifted clock, so the search goes span by span.
 //
-// The zone comes from the system's tz database: Debian's date library is built with
-// USE_OS_TZDB=1 (it reads /usr/share/zoneinfo and has no remote API, so it never downloads).
+// The zone comes from the system's tz database (zone.hpp): Debian's date library is built
+// with USE_OS_TZDB=1 (it reads /usr/share/zoneinfo and has no remote API, so it never
+// downloads), plus the zone file's own rule after its last listed transition.
 #include "fields.hpp"
 #include "rule.hpp"
-
-#include <date/tz.h>
+#include "zone.hpp"
 
 #include <algorithm>
 #include <memory>
@@ -32,15 +32,11 @@ constexpr int horizon_years = 401;
 constexpr auto last_instant = sys_days{year{9999} / December / 31} + 23h + 59min + 59s;
 constexpr auto first_instant = sys_days{year{-30000} / January / 1};
 
-date::local_seconds to_date(local_seconds l) noexcept {
-    return date::local_seconds{l.time_since_epoch()};
-}
-
 class zoned_rule final : public rule {
 public:
-    zoned_rule(fields f, const date::time_zone* zone, std::string name)
+    zoned_rule(fields f, zone_rules z, std::string name)
         : fields_(f)
-        , zone_(zone)
+        , zone_(z)
         , name_(std::move(name))
         , possible_(f.can_match()) {}
 
@@ -65,15 +61,14 @@ public:
     const std::string& zone() const noexcept override { return name_; }
 
     std::string local_time(time_point t) const override {
-        const auto info = zone_->get_info(floor<seconds>(t));
-        return iso8601(t, info.offset, false);
+        return iso8601(t, zone_.at(floor<seconds>(t)).offset, false);
     }
 
 private:
     // Every hour: the first instant in [after, end) whose wall-clock time matches.
     std::optional<sys_seconds> by_elapsed_time(sys_seconds after, sys_seconds end) const {
         for (sys_seconds u = after; u < end;) {
-            const auto info = zone_->get_info(u);
+            const auto info = zone_.at(u);
             const sys_seconds span_end = std::min(info.end, end);
             const local_seconds lo{(u + info.offset).time_since_epoch()};
             const local_seconds hi{(span_end + info.offset).time_since_epoch()};
@@ -92,20 +87,16 @@ private:
         // back to earlier wall-clock times; transitions are months apart).
         local_seconds from = local_seconds::max();
         for (sys_seconds u = after; u < after + 48h;) {
-            const auto info = zone_->get_info(u);
+            const auto info = zone_.at(u);
             from = std::min(from, local_seconds{(u + info.offset).time_since_epoch()});
             u = info.end;
         }
-        const auto end_info = zone_->get_info(end - 1s);
-        const local_seconds limit{(end + end_info.offset).time_since_epoch()};
+        // No zone is more than 26 hours from UTC: a wall-clock time past this is past `end`.
+        const local_seconds limit{(end + 26h).time_since_epoch()};
         for (auto l = fields_.next_match(from, limit); l && *l < limit;
              l = fields_.next_match(*l + 1s, limit)) {
-            const auto info = zone_->get_info(to_date(*l));
-            sys_seconds u;
-            if (info.result == date::local_info::nonexistent)
-                u = info.first.end; // the gap's end: the first instant after it
-            else
-                u = sys_seconds{(*l - info.first.offset).time_since_epoch()};
+            // f(L): the instant, the earlier of a fold's two, or the end of a gap.
+            const sys_seconds u = zone_.at(*l).first;
             if (u >= end)
                 return std::nullopt;
             if (u >= after)
@@ -115,36 +106,16 @@ private:
     }
 
     fields fields_;
-    const date::time_zone* zone_;
+    zone_rules zone_;
     std::string name_;
     bool possible_;
 };
-
-const date::time_zone* find_zone(std::string_view name) {
-    // locate_zone throws std::runtime_error for a name it does not know; refuse the absurd
-    // ones before asking (a name is at most a few dozen bytes of letters, digits, "/_-+").
-    const bool plausible =
-        !name.empty() && name.size() <= 64 && std::all_of(name.begin(), name.end(), [](char c) {
-            return (c >= 'A' && c <= 'Z') || (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') ||
-                   c == '/' || c == '_' || c == '-' || c == '+';
-        });
-    if (plausible) {
-        try {
-            return date::locate_zone(name);
-        } catch (const std::runtime_error&) {
-        }
-    }
-    const bool long_name = name.size() > 64;
-    throw unknown_zone("unknown time zone \"" + std::string(name.substr(0, 64)) +
-                       (long_name ? "...\"" : "\""));
-}
 
 } // namespace
 
 std::shared_ptr<const rule> make_zoned_rule(std::string_view expression, std::string_view zone) {
     fields f = parse_fields(expression);
-    const date::time_zone* z = find_zone(zone);
-    return std::make_shared<zoned_rule>(f, z, std::string(zone));
+    return std::make_shared<zoned_rule>(f, zone_rules::find(zone), std::string(zone));
 }
 
 } // namespace timewheel::cron::detail

@@ -271,6 +271,13 @@ BOOST_AUTO_TEST_CASE_TEMPLATE(create_get_replace_delete_and_their_errors, F, fix
     auto zone = every("zone", 1s);
     zone.zone = "Europe/Berlin";
     bad(zone, dq::error::unknown_zone);
+    auto expr = every("expr", 0ms);
+    expr.cron = "61 * * * *";
+    bad(expr, dq::error::invalid_cron);
+    auto mars = every("mars", 0ms);
+    mars.cron = "0 9 * * *";
+    mars.zone = "Mars/Olympus_Mons";
+    bad(mars, dq::error::unknown_zone);
     auto window = every("window", 1s);
     window.start_at = ms(2000);
     window.end_at = ms(2000);

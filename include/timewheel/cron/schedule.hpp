@@ -61,7 +61,10 @@ class schedule {
 public:
     /// A cron expression: 5 fields (minute hour day-of-month month day-of-week) or 6 (seconds
     /// first), or a macro (@hourly @daily @weekly @monthly @yearly), read in `zone` (an IANA
-    /// name). Throws parse_error (the expression) or unknown_zone.
+    /// name). Lists, ranges, steps, month and day names, `L`, `W` and `#` (docs/cron.md).
+    /// Day-of-month and day-of-week follow Vixie cron: either matches when both are
+    /// restricted, both must otherwise. At most 256 bytes. Throws parse_error (the
+    /// expression, read first) or unknown_zone.
     static schedule parse(std::string_view expression, std::string_view zone = "UTC");
 
     /// Every `interval` from `anchor` (anchor, anchor + interval, ...), in UTC: no zone, no
@@ -69,7 +72,14 @@ public:
     static schedule every(std::chrono::milliseconds interval, time_point anchor);
 
     /// The first occurrence strictly after `t`; none when the expression never matches again
-    /// (`0 0 30 2 *`, 30 February).
+    /// (`0 0 30 2 *`, 30 February), nor within 401 years of `t`, nor before the end of year
+    /// 9999.
+    ///
+    /// Where the zone's clock skips or repeats times (daylight saving), a schedule that names
+    /// its hours fires once per matching wall-clock time (a skipped time at the end of the
+    /// gap, a repeated one at its first instant); a schedule for every hour follows elapsed
+    /// time (both passes of a fold, nothing for skipped times). docs/cron.md has the table.
+    /// Allocates nothing; O(days searched), never minute by minute.
     std::optional<time_point> next_after(time_point t) const;
 
     /// True for every(), false for parse().
