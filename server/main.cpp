@@ -3,9 +3,10 @@
 //
 // timewheeld: the delayed HTTP-callback service. Reads its settings from the flags and the
 // environment (--help lists them), serves the API and runs the due tasks' callbacks (one
-// dispatcher per thread, unless --no-worker) until SIGTERM or SIGINT, and exits 0 once
-// in-flight requests are answered and the callbacks have finished or been given back. Exit status 2
-// for bad settings, 1 for a failure at start (the address in use, say).
+// dispatcher per thread, unless --no-worker) and the materialiser of schedules (on the
+// first thread, next to the worker, unless --no-scheduler) until SIGTERM or SIGINT, and
+// exits 0 once in-flight requests are answered and the callbacks have finished or been
+// given back. Exit status 2 for bad settings, 1 for a failure at start (the address in use).
 //
 #include <timewheeld/api/server.hpp>
 #include <timewheeld/dispatch/dispatcher.hpp>
@@ -13,6 +14,8 @@
 #include <timewheeld/service/metrics.hpp>
 #include <timewheeld/service/settings.hpp>
 #include <timewheeld/service/store.hpp>
+
+#include <timewheel/dq/scheduler.hpp>
 
 #include <unistd.h>
 
@@ -22,7 +25,32 @@
 #include <exception>
 #include <memory>
 #include <string>
+#include <string_view>
+#include <utility>
 #include <vector>
+
+namespace {
+
+// The materialiser's settings; its store errors go to the log, at most one line a minute
+// (it retries at every pass: a store down for an hour is one line a minute, not 3600).
+timewheel::dq::scheduler_options scheduler_options_from(const timewheeld::service::settings& s,
+                                                        timewheeld::service::logger& log) {
+    timewheel::dq::scheduler_options o;
+    o.window = s.schedule_window;
+    o.period = s.schedule_period;
+    o.grace = s.schedule_grace;
+    auto next_log = std::make_shared<std::chrono::steady_clock::time_point>();
+    o.on_error = [&log, next_log](std::string_view what, boost::system::error_code ec) {
+        const auto now = std::chrono::steady_clock::now();
+        if (now >= *next_log) {
+            *next_log = now + std::chrono::minutes(1);
+            log.warn("scheduler_error", {{"operation", what}, {"error", ec.message()}});
+        }
+    };
+    return o;
+}
+
+} // namespace
 
 int main(int argc, char** argv) {
     namespace api = timewheeld::api;
@@ -63,6 +91,12 @@ int main(int argc, char** argv) {
             server.set_result_sink(&router);
         }
         std::vector<std::unique_ptr<dispatch::dispatcher>> dispatchers(parsed.settings.threads);
+        // The materialiser of schedules, on the first thread's store only: one pass reads
+        // every shard of the store, and the store makes each occurrence one task whatever
+        // the number of nodes (or threads) that try. On the first thread only, both.
+        std::unique_ptr<timewheel::dq::scheduler> scheduler;
+        bool scheduler_running = false;
+        std::function<void()> after_scheduler; // the rest of the first thread's stop
         if (parsed.settings.worker) {
             const auto opt = dispatch::options_from(parsed.settings);
             server.set_result_sink(&router);
@@ -77,21 +111,43 @@ int main(int argc, char** argv) {
                          dispatchers[v.index] = std::make_unique<dispatch::dispatcher>(
                              v.io, v.store, o, service_metrics, router);
                          dispatchers[v.index]->start();
+                         if (v.index == 0 && parsed.settings.scheduler) {
+                             scheduler = std::make_unique<timewheel::dq::scheduler>(
+                                 v.store, scheduler_options_from(parsed.settings, log));
+                             scheduler_running = true;
+                             scheduler->async_run([&](boost::system::error_code) {
+                                 // Only stop() ends a run (store errors are retried).
+                                 scheduler_running = false;
+                                 if (after_scheduler) {
+                                     std::exchange(after_scheduler, {})();
+                                 }
+                             });
+                         }
                      },
                  .stop =
                      [&, stop_within](const api::shard_view& v, std::function<void()> done) {
-                         auto& d = dispatchers[v.index];
-                         if (!d) {
-                             done();
+                         auto stop_worker = [&, index = v.index, done = std::move(done)] {
+                             auto& d = dispatchers[index];
+                             if (!d) {
+                                 done();
+                                 return;
+                             }
+                             d->stop(std::chrono::steady_clock::now() + stop_within,
+                                     [&log, done](boost::system::error_code ec) {
+                                         if (ec) {
+                                             log.warn("worker_stop", {{"error", ec.message()}});
+                                         }
+                                         done();
+                                     });
+                         };
+                         // The materialiser first: its store operation in flight completes
+                         // before the store closes.
+                         if (v.index == 0 && scheduler_running) {
+                             after_scheduler = std::move(stop_worker);
+                             scheduler->stop();
                              return;
                          }
-                         d->stop(std::chrono::steady_clock::now() + stop_within,
-                                 [&log, done = std::move(done)](boost::system::error_code ec) {
-                                     if (ec) {
-                                         log.warn("worker_stop", {{"error", ec.message()}});
-                                     }
-                                     done();
-                                 });
+                         stop_worker();
                      }});
         }
         server.run();

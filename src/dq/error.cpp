@@ -50,6 +50,22 @@ public:
                    "version) differs from this store's";
         case error::store_timeout:
             return "the store did not complete the operation within its timeout";
+        case error::schedule_conflict:
+            return "a schedule with this id exists with another spec";
+        case error::invalid_schedule_id:
+            return "the schedule id holds '{' or '}' (its occurrences' task ids use them as a "
+                   "hash tag)";
+        case error::invalid_rule:
+            return "the schedule needs exactly one of a cron expression and an interval "
+                   "(every) greater than zero";
+        case error::invalid_cron:
+            return "the schedule's cron expression does not parse";
+        case error::unknown_zone:
+            return "the schedule's time zone is not in the tz database (an interval takes only "
+                   "UTC)";
+        case error::invalid_window:
+            return "the schedule's start_at or end_at is out of range, or end_at is not after "
+                   "start_at";
         }
         return "unknown timewheel.dq error " + std::to_string(ev);
     }

@@ -188,6 +188,171 @@ void store::delete_dead(std::string id, handler<void(error_code)> h) {
     do_delete_dead(std::move(id), std::move(h));
 }
 
+namespace {
+
+// Fills in `next` of a status the store read: the rule is computed here, not in a store.
+void fill_next(schedule_status& st) {
+    try {
+        const auto rule = schedule_rule(st.spec, st.created);
+        st.next = next_occurrence(rule, st.spec, st.cursor);
+    } catch (const std::exception&) {
+        // A stored spec passed check_schedule once; a zone since removed from the tz
+        // database leaves the schedule without a next occurrence rather than failing a read.
+        st.next.reset();
+    }
+}
+
+// The ids of a materialisation's occurrences are derived, never chosen: a store keys on them.
+error_code check_materialisations(const std::vector<materialisation>& ms, const limits& lim) {
+    if (ms.empty() || ms.size() > detail::max_batch) {
+        return error::invalid_argument;
+    }
+    std::size_t total = 0;
+    for (const auto& m : ms) {
+        if (auto ec = detail::check_schedule_id(m.schedule_id, lim)) {
+            return ec;
+        }
+        total += m.occurrences.size();
+        if (total > detail::max_batch || m.payload.size() > lim.max_payload_bytes) {
+            return error::invalid_argument;
+        }
+        if (auto ec = detail::check_policy(m.retry)) {
+            return ec;
+        }
+        for (const auto& o : m.occurrences) {
+            if (o.at > m.cursor || o.at < time_point{} || o.at > max_due ||
+                o.task_id != occurrence_id(m.schedule_id, o.at)) {
+                return error::invalid_argument;
+            }
+        }
+        if (m.cursor < time_point{} || m.cursor > max_due ||
+            (m.next && (*m.next <= m.cursor || *m.next > max_due))) {
+            return error::invalid_argument;
+        }
+    }
+    return {};
+}
+
+} // namespace
+
+void store::create_schedule(schedule_spec spec,
+                            handler<void(error_code, create_schedule_result)> h) {
+    if (auto ec = detail::check_schedule(spec, get_limits())) {
+        return refuse(*this, std::move(h), ec);
+    }
+    do_create_schedule(std::move(spec), std::move(h));
+}
+
+void store::replace_schedule(schedule_spec spec, handler<void(error_code)> h) {
+    if (auto ec = detail::check_schedule(spec, get_limits())) {
+        return refuse(*this, std::move(h), ec);
+    }
+    do_replace_schedule(std::move(spec), std::move(h));
+}
+
+void store::get_schedule(std::string id, handler<void(error_code, schedule_status)> h) {
+    if (auto ec = detail::check_schedule_id(id, get_limits())) {
+        return refuse(*this, std::move(h), ec);
+    }
+    do_get_schedule(std::move(id), [h = std::move(h)](error_code ec, schedule_status st) mutable {
+        if (!ec) {
+            fill_next(st);
+        }
+        std::move(h)(ec, std::move(st));
+    });
+}
+
+void store::list_schedules(std::string cursor, std::size_t count,
+                           handler<void(error_code, schedule_page)> h) {
+    if (count == 0 || count > detail::max_schedule_page) {
+        return refuse(*this, std::move(h), error::invalid_argument);
+    }
+    do_list_schedules(std::move(cursor), count,
+                      [h = std::move(h)](error_code ec, schedule_page page) mutable {
+                          for (auto& st : page.entries) {
+                              fill_next(st);
+                          }
+                          std::move(h)(ec, std::move(page));
+                      });
+}
+
+void store::delete_schedule(std::string id, handler<void(error_code)> h) {
+    if (auto ec = detail::check_schedule_id(id, get_limits())) {
+        return refuse(*this, std::move(h), ec);
+    }
+    do_delete_schedule(std::move(id), std::move(h));
+}
+
+void store::pause_schedule(std::string id, handler<void(error_code)> h) {
+    if (auto ec = detail::check_schedule_id(id, get_limits())) {
+        return refuse(*this, std::move(h), ec);
+    }
+    do_pause_schedule(std::move(id), true, std::move(h));
+}
+
+void store::resume_schedule(std::string id, handler<void(error_code)> h) {
+    if (auto ec = detail::check_schedule_id(id, get_limits())) {
+        return refuse(*this, std::move(h), ec);
+    }
+    do_pause_schedule(std::move(id), false, std::move(h));
+}
+
+void store::trigger_schedule(std::string id, handler<void(error_code, std::string)> h) {
+    if (auto ec = detail::check_schedule_id(id, get_limits())) {
+        return refuse(*this, std::move(h), ec);
+    }
+    do_trigger_schedule(std::move(id), std::move(h));
+}
+
+void store::due_schedules(duration window, std::size_t batch,
+                          handler<void(error_code, due_schedules_result)> h) {
+    if (window.count() < 0 || window > duration(detail::max_backoff_ms) || batch == 0 ||
+        batch > detail::max_claim_batch) {
+        return refuse(*this, std::move(h), error::invalid_argument);
+    }
+    do_due_schedules(window, batch, std::move(h));
+}
+
+void store::materialise(std::vector<materialisation> m,
+                        handler<void(error_code, std::vector<materialise_result>)> h) {
+    if (auto ec = check_materialisations(m, get_limits())) {
+        return refuse(*this, std::move(h), ec);
+    }
+    do_materialise(std::move(m), std::move(h));
+}
+
+// A store without schedules.
+void store::do_create_schedule(schedule_spec, handler<void(error_code, create_schedule_result)> h) {
+    refuse(*this, std::move(h), boost::asio::error::operation_not_supported);
+}
+void store::do_replace_schedule(schedule_spec, handler<void(error_code)> h) {
+    refuse(*this, std::move(h), boost::asio::error::operation_not_supported);
+}
+void store::do_get_schedule(std::string, handler<void(error_code, schedule_status)> h) {
+    refuse(*this, std::move(h), boost::asio::error::operation_not_supported);
+}
+void store::do_list_schedules(std::string, std::size_t,
+                              handler<void(error_code, schedule_page)> h) {
+    refuse(*this, std::move(h), boost::asio::error::operation_not_supported);
+}
+void store::do_delete_schedule(std::string, handler<void(error_code)> h) {
+    refuse(*this, std::move(h), boost::asio::error::operation_not_supported);
+}
+void store::do_pause_schedule(std::string, bool, handler<void(error_code)> h) {
+    refuse(*this, std::move(h), boost::asio::error::operation_not_supported);
+}
+void store::do_trigger_schedule(std::string, handler<void(error_code, std::string)> h) {
+    refuse(*this, std::move(h), boost::asio::error::operation_not_supported);
+}
+void store::do_due_schedules(duration, std::size_t,
+                             handler<void(error_code, due_schedules_result)> h) {
+    refuse(*this, std::move(h), boost::asio::error::operation_not_supported);
+}
+void store::do_materialise(std::vector<materialisation>,
+                           handler<void(error_code, std::vector<materialise_result>)> h) {
+    refuse(*this, std::move(h), boost::asio::error::operation_not_supported);
+}
+
 void store::claim(const claim_options& opt, handler<void(error_code, claim_result)> h) {
     if (opt.batch == 0 || opt.batch > detail::max_claim_batch || opt.lease.count() <= 0 ||
         opt.horizon.count() < 0 || opt.worker.size() > detail::max_worker_bytes) {

@@ -388,17 +388,20 @@ BOOST_AUTO_TEST_CASE(the_submits_of_one_turn_go_as_one_call_a_shard_each_answere
 }
 
 BOOST_AUTO_TEST_CASE(a_queue_written_in_an_earlier_key_layout_is_refused_and_left_untouched) {
-    // Layout 1 kept finished tasks in a sorted set, and records in buckets of another hash:
-    // read with this version's scripts, its tasks would be lost or misread.
-    fixture f;
-    server().command(
-        resp_command({"HSET", "{t}:config", "shards", "4", "buckets", "8", "version", "1"}));
-    server().command(resp_command({"ZADD", "{t:0}:done", "1", "old"}));
-    auto [ec, r, id] = timewheel::test::call<dq::submit_result, std::string>(
-        f.io, [&](auto h) { f.store->submit(make("b", 1s), std::move(h)); });
-    BOOST_TEST(ec == error_code(dq::error::not_configured));
-    BOOST_TEST(raw_int(server(), {"ZCARD", "{t:0}:done"}) == 1);
-    BOOST_TEST(raw_int(server(), {"DBSIZE"}) == 2);
+    // Layout 1 kept finished tasks in a sorted set, and records in buckets of another hash;
+    // layout 2 sharded an id with braces by all of it, where layout 3 takes its hash tag
+    // only: read with this version's scripts, their tasks would be lost or misread.
+    for (const char* version : {"1", "2"}) {
+        fixture f;
+        server().command(resp_command(
+            {"HSET", "{t}:config", "shards", "4", "buckets", "8", "version", version}));
+        server().command(resp_command({"ZADD", "{t:0}:done", "1", "old"}));
+        auto [ec, r, id] = timewheel::test::call<dq::submit_result, std::string>(
+            f.io, [&](auto h) { f.store->submit(make("b", 1s), std::move(h)); });
+        BOOST_TEST(ec == error_code(dq::error::not_configured), "layout " << version);
+        BOOST_TEST(raw_int(server(), {"ZCARD", "{t:0}:done"}) == 1);
+        BOOST_TEST(raw_int(server(), {"DBSIZE"}) == 2);
+    }
 }
 
 BOOST_AUTO_TEST_CASE(finished_tasks_past_done_retention_are_forgotten_with_their_logs) {

@@ -197,6 +197,23 @@ BOOST_AUTO_TEST_CASE(lease_ms_sets_the_lease_of_the_claims) {
     BOOST_TEST(service::help_text().find("--lease-ms") != std::string::npos);
 }
 
+BOOST_AUTO_TEST_CASE(the_materialiser_runs_by_default_and_its_window_covers_a_period) {
+    const auto d = parse({}).settings;
+    BOOST_TEST(d.scheduler);
+    BOOST_TEST(d.schedule_window == 5000ms);
+    BOOST_TEST(!parse({"--no-scheduler"}).settings.scheduler);
+    const auto s = parse({"--schedule-window-ms", "800", "--schedule-period-ms", "200",
+                          "--schedule-grace-ms", "3000"})
+                       .settings;
+    BOOST_TEST(s.schedule_window == 800ms);
+    BOOST_TEST(s.schedule_period == 200ms);
+    BOOST_TEST(s.schedule_grace == 3000ms);
+    // A window shorter than a period: occurrences could come due before a pass made them.
+    BOOST_TEST(refused({"--schedule-window-ms", "500", "--schedule-period-ms", "1000"}, {},
+                       "--schedule-window-ms"));
+    BOOST_TEST(refused({"--schedule-grace-ms", "0"}, {}, "--schedule-grace-ms"));
+}
+
 // The flag tables (--help, docs/server.md) show each flag's default from the option table,
 // while the struct's initialisers are what the service runs with: each shown default, given
 // as the flag's value, must leave the settings as they are without it ("off" for a switch).

@@ -60,7 +60,7 @@ class rule;
 class schedule {
 public:
     /// A cron expression: 5 fields (minute hour day-of-month month day-of-week) or 6 (seconds
-    /// first), or a macro (@hourly @daily @weekly @monthly @yearly), read in `zone` (an IANA
+    /// first), or a macro (\@hourly \@daily \@weekly \@monthly \@yearly), read in `zone` (an IANA
     /// name). Lists, ranges, steps, month and day names, `L`, `W` and `#` (docs/cron.md).
     /// Day-of-month and day-of-week follow Vixie cron: either matches when both are
     /// restricted, both must otherwise. At most 256 bytes. Throws parse_error (the

@@ -35,6 +35,13 @@ enum class error {
     store_error,       ///< the store answered with an error the queue did not expect
     not_configured,    ///< the queue's config in the store differs from the one given
     store_timeout,     ///< the store did not complete the operation within its timeout
+    schedule_conflict, ///< a schedule with this id exists with another spec
+    invalid_schedule_id, ///< a schedule id holds '{' or '}' (an occurrence's id makes it a hash
+                         ///< tag)
+    invalid_rule,        ///< a schedule needs exactly one of a cron expression and an interval > 0
+    invalid_cron,        ///< the cron expression does not parse (cron::parse_error says where)
+    unknown_zone,        ///< the time zone is not in the tz database (or not UTC with an interval)
+    invalid_window,      ///< start_at or end_at out of range, or end_at not after start_at
 };
 
 /// The category of dq::error values; its name is "timewheel.dq".

@@ -1,8 +1,9 @@
 //
 // timewheel/dq/queue.hpp
 //
-// The producer's side of the durable queue: submit, cancel, reschedule, status, and the
-// dead letters, each an asynchronous operation with any completion token, on a dq::store.
+// The producer's side of the durable queue: submit, cancel, reschedule, status, the dead
+// letters, and recurring schedules, each an asynchronous operation with any completion
+// token, on a dq::store.
 //
 #ifndef TIMEWHEEL_DQ_QUEUE_HPP
 #define TIMEWHEEL_DQ_QUEUE_HPP
@@ -144,6 +145,118 @@ public:
     auto async_earliest_due(Token&& token = {}) {
         return initiate<void(boost::system::error_code, time_point, std::optional<time_point>)>(
             std::forward<Token>(token), [](dq::store& s, auto h) { s.earliest_due(std::move(h)); });
+    }
+
+    // --- Schedules (docs/dq.md, "Schedules"; dq::scheduler materialises them) -------------
+
+    /// Stores a recurring schedule, or finds one with its id and the same spec.
+    /**
+     * @par Completion Signature
+     * @code void(boost::system::error_code ec, create_schedule_result result) @endcode
+     * A different spec under the id fails with dq::error::schedule_conflict; bad input
+     * (store::create_schedule lists it) fails with the dq::error that names it, and nothing
+     * is written. For a bad rule's details (the field and position of a cron expression),
+     * call dq::schedule_rule(), which throws cron::parse_error.
+     */
+    template <typename Token = boost::asio::default_completion_token_t<executor_type>>
+    auto async_create_schedule(schedule_spec spec, Token&& token = {}) {
+        return initiate<void(boost::system::error_code, create_schedule_result)>(
+            std::forward<Token>(token),
+            [](dq::store& s, auto h, schedule_spec spec) {
+                s.create_schedule(std::move(spec), std::move(h));
+            },
+            std::move(spec));
+    }
+
+    /// Replaces a schedule's spec (see store::replace_schedule).
+    /** @par Completion Signature
+     * @code void(boost::system::error_code ec) @endcode */
+    template <typename Token = boost::asio::default_completion_token_t<executor_type>>
+    auto async_replace_schedule(schedule_spec spec, Token&& token = {}) {
+        return initiate<void(boost::system::error_code)>(
+            std::forward<Token>(token),
+            [](dq::store& s, auto h, schedule_spec spec) {
+                s.replace_schedule(std::move(spec), std::move(h));
+            },
+            std::move(spec));
+    }
+
+    /// A schedule's spec, state, next occurrence and counters.
+    /** @par Completion Signature
+     * @code void(boost::system::error_code ec, schedule_status status) @endcode */
+    template <typename Token = boost::asio::default_completion_token_t<executor_type>>
+    auto async_get_schedule(std::string id, Token&& token = {}) {
+        return initiate<void(boost::system::error_code, schedule_status)>(
+            std::forward<Token>(token),
+            [](dq::store& s, auto h, std::string id) {
+                s.get_schedule(std::move(id), std::move(h));
+            },
+            std::move(id));
+    }
+
+    /// A page of schedules; pass the page's cursor back for the next one.
+    /** @par Completion Signature
+     * @code void(boost::system::error_code ec, schedule_page page) @endcode */
+    template <typename Token = boost::asio::default_completion_token_t<executor_type>>
+    auto async_list_schedules(std::string cursor, std::size_t count, Token&& token = {}) {
+        return initiate<void(boost::system::error_code, schedule_page)>(
+            std::forward<Token>(token),
+            [](dq::store& s, auto h, std::string c, std::size_t n) {
+                s.list_schedules(std::move(c), n, std::move(h));
+            },
+            std::move(cursor), count);
+    }
+
+    /// Forgets a schedule; the tasks it created stay.
+    /** @par Completion Signature
+     * @code void(boost::system::error_code ec) @endcode */
+    template <typename Token = boost::asio::default_completion_token_t<executor_type>>
+    auto async_delete_schedule(std::string id, Token&& token = {}) {
+        return initiate<void(boost::system::error_code)>(
+            std::forward<Token>(token),
+            [](dq::store& s, auto h, std::string id) {
+                s.delete_schedule(std::move(id), std::move(h));
+            },
+            std::move(id));
+    }
+
+    /// Pauses a schedule.
+    /** @par Completion Signature
+     * @code void(boost::system::error_code ec) @endcode */
+    template <typename Token = boost::asio::default_completion_token_t<executor_type>>
+    auto async_pause_schedule(std::string id, Token&& token = {}) {
+        return initiate<void(boost::system::error_code)>(
+            std::forward<Token>(token),
+            [](dq::store& s, auto h, std::string id) {
+                s.pause_schedule(std::move(id), std::move(h));
+            },
+            std::move(id));
+    }
+
+    /// Resumes a schedule, from now.
+    /** @par Completion Signature
+     * @code void(boost::system::error_code ec) @endcode */
+    template <typename Token = boost::asio::default_completion_token_t<executor_type>>
+    auto async_resume_schedule(std::string id, Token&& token = {}) {
+        return initiate<void(boost::system::error_code)>(
+            std::forward<Token>(token),
+            [](dq::store& s, auto h, std::string id) {
+                s.resume_schedule(std::move(id), std::move(h));
+            },
+            std::move(id));
+    }
+
+    /// Creates one extra task of the schedule now; completes with its id.
+    /** @par Completion Signature
+     * @code void(boost::system::error_code ec, std::string task_id) @endcode */
+    template <typename Token = boost::asio::default_completion_token_t<executor_type>>
+    auto async_trigger_schedule(std::string id, Token&& token = {}) {
+        return initiate<void(boost::system::error_code, std::string)>(
+            std::forward<Token>(token),
+            [](dq::store& s, auto h, std::string id) {
+                s.trigger_schedule(std::move(id), std::move(h));
+            },
+            std::move(id));
     }
 
 private:

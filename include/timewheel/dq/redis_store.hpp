@@ -9,8 +9,9 @@
 // slot. The keys, their types and contents are in one table,
 // <timewheel/dq/detail/redis_keys.hpp>; docs/dq.md has the figures and the reasons.
 //
-// hash() is djb2 over the id's bytes modulo 2^32 (h = 5381; h = h * 33 + byte), the same in
-// C++ and in the scripts: redis_store::shard_of() gives it.
+// hash() is djb2 over the id's bytes modulo 2^32 (h = 5381; h = h * 33 + byte), over its hash
+// tag's bytes only when it holds one ({tag}, as Redis Cluster reads it: key layout 3), so that
+// a schedule's occurrences live on its shard: redis_store::shard_of() gives it.
 //
 #ifndef TIMEWHEEL_DQ_REDIS_STORE_HPP
 #define TIMEWHEEL_DQ_REDIS_STORE_HPP
@@ -107,10 +108,12 @@ public:
     /// The options as given.
     const redis_store_options& options() const noexcept;
 
-    /// The shard of an id: djb2(id) mod shards.
+    /// The shard of an id: hash(id) mod shards.
     std::size_t shard_of(std::string_view id) const noexcept;
 
-    /// djb2 of the id's bytes, modulo 2^32 (the scripts compute the same).
+    /// djb2 of the id's bytes, modulo 2^32; of its hash tag's only when it holds one (the
+    /// bytes between its first '{' and the first '}' after it, when not empty: Redis
+    /// Cluster's rule), so that "{report}@2026-03-29T07:00:00.000Z" is on report's shard.
     static std::uint32_t hash(std::string_view id) noexcept;
 
     /// Closes the connections and the wake-up subscription.
@@ -154,6 +157,28 @@ private:
                    handler<void(boost::system::error_code, std::vector<ack_result>)> h) override;
     void do_release(std::vector<lease_ref> leases,
                     handler<void(boost::system::error_code)> h) override;
+
+    // Schedules (src/dq/redis/store_schedules.cpp).
+    void
+    do_create_schedule(schedule_spec spec,
+                       handler<void(boost::system::error_code, create_schedule_result)> h) override;
+    void do_replace_schedule(schedule_spec spec,
+                             handler<void(boost::system::error_code)> h) override;
+    void do_get_schedule(std::string id,
+                         handler<void(boost::system::error_code, schedule_status)> h) override;
+    void do_list_schedules(std::string cursor, std::size_t count,
+                           handler<void(boost::system::error_code, schedule_page)> h) override;
+    void do_delete_schedule(std::string id, handler<void(boost::system::error_code)> h) override;
+    void do_pause_schedule(std::string id, bool paused,
+                           handler<void(boost::system::error_code)> h) override;
+    void do_trigger_schedule(std::string id,
+                             handler<void(boost::system::error_code, std::string)> h) override;
+    void
+    do_due_schedules(duration window, std::size_t batch,
+                     handler<void(boost::system::error_code, due_schedules_result)> h) override;
+    void do_materialise(
+        std::vector<materialisation> m,
+        handler<void(boost::system::error_code, std::vector<materialise_result>)> h) override;
 
     std::shared_ptr<detail::redis_store_impl> impl_;
 };

@@ -182,6 +182,28 @@ private:
     void do_release(std::vector<lease_ref> leases,
                     handler<void(boost::system::error_code)> h) override;
 
+    // Schedules (src/dq/sqlite/sqlite_store.cpp).
+    void
+    do_create_schedule(schedule_spec spec,
+                       handler<void(boost::system::error_code, create_schedule_result)> h) override;
+    void do_replace_schedule(schedule_spec spec,
+                             handler<void(boost::system::error_code)> h) override;
+    void do_get_schedule(std::string id,
+                         handler<void(boost::system::error_code, schedule_status)> h) override;
+    void do_list_schedules(std::string cursor, std::size_t count,
+                           handler<void(boost::system::error_code, schedule_page)> h) override;
+    void do_delete_schedule(std::string id, handler<void(boost::system::error_code)> h) override;
+    void do_pause_schedule(std::string id, bool paused,
+                           handler<void(boost::system::error_code)> h) override;
+    void do_trigger_schedule(std::string id,
+                             handler<void(boost::system::error_code, std::string)> h) override;
+    void
+    do_due_schedules(duration window, std::size_t batch,
+                     handler<void(boost::system::error_code, due_schedules_result)> h) override;
+    void do_materialise(
+        std::vector<materialisation> m,
+        handler<void(boost::system::error_code, std::vector<materialise_result>)> h) override;
+
     executor_type ex_;
     sqlite_store_options opt_;
     std::shared_ptr<detail::sqlite_waiter> waiter_;

@@ -14,6 +14,7 @@
 #define TIMEWHEEL_DQ_STORE_HPP
 
 #include <timewheel/dq/error.hpp>
+#include <timewheel/dq/schedule.hpp>
 #include <timewheel/dq/task.hpp>
 
 #include <boost/asio/any_completion_handler.hpp>
@@ -37,6 +38,9 @@ namespace timewheel::dq {
 struct limits {
     std::size_t max_id_bytes = 256;
     std::size_t max_payload_bytes = 512 * 1024;
+    /// A schedule's id is at most this long, so that an occurrence's task id
+    /// ("{<id>}@<28-byte instant>") stays within max_id_bytes.
+    std::size_t max_schedule_id_bytes = 200;
 };
 
 /// What a worker asks of one claim.
@@ -103,6 +107,58 @@ public:
     /// Forgets a dead task. Error: not_found.
     void delete_dead(std::string id, handler<void(boost::system::error_code)> h);
 
+    // --- Schedules (docs/dq.md, "Schedules") -----------------------------------------------
+
+    /// Stores a schedule, or finds one with its id and the same spec (`paused` aside).
+    /// Errors: schedule_conflict (another spec under this id), and bad input, nothing
+    /// written: empty_id, id_too_long (over limits::max_schedule_id_bytes), invalid_id (NUL),
+    /// invalid_schedule_id ('{' or '}'), invalid_rule, invalid_cron, unknown_zone,
+    /// invalid_window, payload_too_large, zero_attempts, invalid_backoff, invalid_argument
+    /// (misfire_limit 0). A new schedule's cursor is the store's clock now.
+    void create_schedule(schedule_spec spec,
+                         handler<void(boost::system::error_code, create_schedule_result)> h);
+
+    /// Replaces the spec of an existing schedule (its counters and last task stay). A changed
+    /// rule (cron, every, zone, start_at, end_at) restarts the cursor from now (at the
+    /// earliest: what was materialised stays materialised); `spec.paused` pauses or resumes.
+    /// Errors: not_found, and create_schedule's bad input.
+    void replace_schedule(schedule_spec spec, handler<void(boost::system::error_code)> h);
+
+    /// A schedule's spec, state and counters, `next` filled in. Error: not_found.
+    void get_schedule(std::string id, handler<void(boost::system::error_code, schedule_status)> h);
+
+    /// Schedules in the store's order, at most `count` (1 to detail::max_schedule_page), from
+    /// `cursor` (empty: the start; otherwise a page's cursor).
+    void list_schedules(std::string cursor, std::size_t count,
+                        handler<void(boost::system::error_code, schedule_page)> h);
+
+    /// Forgets a schedule; the tasks it created stay, ordinary tasks. Error: not_found.
+    void delete_schedule(std::string id, handler<void(boost::system::error_code)> h);
+
+    /// Stops materialising (pausing a paused schedule is no error). Error: not_found.
+    void pause_schedule(std::string id, handler<void(boost::system::error_code)> h);
+
+    /// Materialises again, from now: occurrences missed while paused are skipped (not
+    /// counted). Resuming a running schedule changes nothing. Error: not_found.
+    void resume_schedule(std::string id, handler<void(boost::system::error_code)> h);
+
+    /// Creates one extra task now (trigger_id(), the schedule's payload and retry policy),
+    /// paused or not, whatever the overlap policy; the cursor does not move. Completes with
+    /// the task's id. Error: not_found.
+    void trigger_schedule(std::string id, handler<void(boost::system::error_code, std::string)> h);
+
+    /// For the materialiser: schedules not paused whose next occurrence is due by the store's
+    /// clock + `window`, at most `batch` (1 to detail::max_claim_batch) per shard.
+    void due_schedules(duration window, std::size_t batch,
+                       handler<void(boost::system::error_code, due_schedules_result)> h);
+
+    /// For the materialiser: each materialisation as one atomic step (see materialisation),
+    /// one result per materialisation, in order. At most detail::max_batch of them, with at
+    /// most detail::max_batch occurrences in all; their task ids must be
+    /// occurrence_id(schedule_id, at), their instants after nothing but the cursor.
+    void materialise(std::vector<materialisation> m,
+                     handler<void(boost::system::error_code, std::vector<materialise_result>)> h);
+
     // --- The worker's side --------------------------------------------------------------
 
     /// First returns expired leases to delayed (or to dead, attempts exhausted), then leases
@@ -164,6 +220,32 @@ public:
     }
 
 private:
+    // --- Schedules, on checked input ------------------------------------------------------
+    // A spec passed every check (its rule builds); a schedule id is a valid id without
+    // braces. A store without schedules fails each with operation_not_supported (these
+    // defaults); dq::redis_store and dq::sqlite_store override them all.
+
+    virtual void
+    do_create_schedule(schedule_spec spec,
+                       handler<void(boost::system::error_code, create_schedule_result)> h);
+    virtual void do_replace_schedule(schedule_spec spec,
+                                     handler<void(boost::system::error_code)> h);
+    virtual void do_get_schedule(std::string id,
+                                 handler<void(boost::system::error_code, schedule_status)> h);
+    virtual void do_list_schedules(std::string cursor, std::size_t count,
+                                   handler<void(boost::system::error_code, schedule_page)> h);
+    virtual void do_delete_schedule(std::string id, handler<void(boost::system::error_code)> h);
+    /// `paused`: pause (true) or resume (false).
+    virtual void do_pause_schedule(std::string id, bool paused,
+                                   handler<void(boost::system::error_code)> h);
+    virtual void do_trigger_schedule(std::string id,
+                                     handler<void(boost::system::error_code, std::string)> h);
+    virtual void do_due_schedules(duration window, std::size_t batch,
+                                  handler<void(boost::system::error_code, due_schedules_result)> h);
+    virtual void
+    do_materialise(std::vector<materialisation> m,
+                   handler<void(boost::system::error_code, std::vector<materialise_result>)> h);
+
     // --- Each store's work, on checked input ---------------------------------------------
     // The operation of the same name calls these once its input passed every check: ids are
     // valid (a task's generated when it had none), due times in range, a vector of leases or

@@ -5,8 +5,8 @@
 // origin form, a Host this service answers to, the token, an origin allowed to change state,
 // a JSON body), then its path and method to the endpoint, and the answers every endpoint
 // shares (JSON, the store's errors). The endpoints themselves live by resource in
-// routes_tasks.cpp, routes_dead.cpp and routes_probes.cpp, so that reading one resource's
-// behaviour does not mean reading the others'.
+// routes_tasks.cpp, routes_dead.cpp, routes_schedules.cpp and routes_probes.cpp, so that
+// reading one resource's behaviour does not mean reading the others'.
 //
 #include "routes.hpp"
 
@@ -17,6 +17,8 @@
 #include <boost/json/serialize.hpp>
 
 #include <algorithm>
+#include <cctype>
+#include <charconv>
 #include <vector>
 
 namespace timewheeld::api::detail {
@@ -80,7 +82,52 @@ response store_error(const boost::system::error_code& ec, std::string_view due_f
 }
 
 response bad_field(const service::invalid_field& e) {
-    return error_response(http::status::bad_request, "invalid_field", e.message(), e.field());
+    return json_response(
+        http::status::bad_request,
+        service::error_body("invalid_field", e.message(), e.field(), e.position()));
+}
+
+// An id as one path segment: everything but RFC 3986's unreserved characters
+// percent-encoded, so that "a/b?c" comes back as the one segment "a%2Fb%3Fc".
+std::string encode_segment(std::string_view s) {
+    static constexpr char digits[] = "0123456789ABCDEF";
+    std::string out;
+    out.reserve(s.size());
+    for (const char c : s) {
+        const auto u = static_cast<unsigned char>(c);
+        if (std::isalnum(u) || c == '-' || c == '.' || c == '_' || c == '~') {
+            out += c;
+        } else {
+            out += '%';
+            out += digits[u >> 4];
+            out += digits[u & 15];
+        }
+    }
+    return out;
+}
+
+// A list's paging (API.md, "Lists"): cursor (opaque, percent-decoded) and limit (1 to 1000,
+// default 100).
+std::variant<page_params, response> parse_page_params(std::string_view query) {
+    page_params p;
+    if (auto c = query_param(query, "cursor")) {
+        auto d = decode(*c, true);
+        if (!d) {
+            return error_response(http::status::bad_request, "invalid_field",
+                                  "malformed percent-encoding", "cursor");
+        }
+        p.cursor = std::move(*d);
+    }
+    if (auto l = query_param(query, "limit")) {
+        std::size_t n = 0;
+        auto [end, ec] = std::from_chars(l->data(), l->data() + l->size(), n);
+        if (l->empty() || ec != std::errc() || end != l->data() + l->size() || n < 1 || n > 1000) {
+            return error_response(http::status::bad_request, "invalid_field",
+                                  "must be an integer in [1, 1000]", "limit");
+        }
+        p.limit = n;
+    }
+    return p;
 }
 
 // --- The target -----------------------------------------------------------------------------
@@ -426,6 +473,70 @@ net::awaitable<routed> handle(api_context& ctx, const request& req) {
                 auto res = co_await retry_dead(ctx, std::move(id), req);
                 co_return routed{std::move(res), "POST /v1/dead/{id}/retry"};
             }
+        }
+    } else if (parts[1] == "schedules:preview" && parts.size() == 2) {
+        if (method != http::verb::post) {
+            co_return routed{method_not_allowed("POST"), "/v1/schedules:preview"};
+        }
+        co_return routed{preview_schedule(ctx, req), "POST /v1/schedules:preview"};
+    } else if (parts[1] == "schedules") {
+        if (parts.size() == 2) {
+            switch (method) {
+            case http::verb::post: {
+                auto res = co_await create_schedule(ctx, req);
+                co_return routed{std::move(res), "POST /v1/schedules"};
+            }
+            case http::verb::get: {
+                auto res = co_await list_schedules(ctx, query);
+                co_return routed{std::move(res), "GET /v1/schedules"};
+            }
+            default:
+                co_return routed{method_not_allowed("GET, POST"), "/v1/schedules"};
+            }
+        }
+        if (parts.size() == 3) {
+            switch (method) {
+            case http::verb::get: {
+                auto res = co_await schedule_answer(ctx, std::move(id), http::status::ok);
+                co_return routed{std::move(res), "GET /v1/schedules/{id}"};
+            }
+            case http::verb::patch: {
+                auto res = co_await change_schedule(ctx, std::move(id), req);
+                co_return routed{std::move(res), "PATCH /v1/schedules/{id}"};
+            }
+            case http::verb::delete_: {
+                auto res = co_await delete_schedule(ctx, std::move(id));
+                co_return routed{std::move(res), "DELETE /v1/schedules/{id}"};
+            }
+            default:
+                co_return routed{method_not_allowed("GET, PATCH, DELETE"), "/v1/schedules/{id}"};
+            }
+        }
+        if (parts.size() == 4 && parts[3] == "next") {
+            if (method != http::verb::get) {
+                co_return routed{method_not_allowed("GET"), "/v1/schedules/{id}/next"};
+            }
+            auto res = co_await next_of_schedule(ctx, std::move(id), query);
+            co_return routed{std::move(res), "GET /v1/schedules/{id}/next"};
+        }
+        if (parts.size() == 4 &&
+            (parts[3] == "pause" || parts[3] == "resume" || parts[3] == "trigger")) {
+            static constexpr std::string_view routes[] = {"POST /v1/schedules/{id}/pause",
+                                                          "POST /v1/schedules/{id}/resume",
+                                                          "POST /v1/schedules/{id}/trigger"};
+            const auto which = parts[3] == "pause" ? 0 : parts[3] == "resume" ? 1 : 2;
+            if (method != http::verb::post) {
+                co_return routed{method_not_allowed("POST"), routes[which].substr(5)};
+            }
+            // One co_await a statement: GCC 12 destroys the temporaries of a co_await in
+            // a conditional operator twice.
+            response res;
+            if (which == 2) {
+                res = co_await trigger_schedule(ctx, std::move(id));
+            } else {
+                res = co_await pause_schedule(ctx, std::move(id), which == 0);
+            }
+            co_return routed{std::move(res), routes[which]};
         }
     }
     co_return routed{error_response(http::status::not_found, "no_route", "no such endpoint"),

@@ -4,8 +4,8 @@
 // The endpoints of the API: a parsed request in, an answer out, on the store of the
 // calling thread. server.cpp reads and writes the HTTP; the routes know what it means:
 // routes.cpp checks every request and finds its endpoint, the endpoints live by resource
-// (routes_tasks.cpp, routes_dead.cpp, routes_probes.cpp). The second half of this header is
-// what they share, private to these files.
+// (routes_tasks.cpp, routes_dead.cpp, routes_schedules.cpp, routes_probes.cpp). The second
+// half of this header is what they share, private to these files.
 //
 #ifndef TIMEWHEELD_API_SRC_ROUTES_HPP
 #define TIMEWHEELD_API_SRC_ROUTES_HPP
@@ -38,6 +38,7 @@
 #include <optional>
 #include <string>
 #include <string_view>
+#include <variant>
 
 namespace timewheeld::api::detail {
 
@@ -98,6 +99,19 @@ std::optional<std::string> decode(std::string_view s, bool query);
 /// The raw value of `name` in a query string (still percent-encoded).
 std::optional<std::string_view> query_param(std::string_view query, std::string_view name);
 
+/// `s` as one path segment, for a Location header: everything but RFC 3986's unreserved
+/// characters percent-encoded ("a/b?c" is "a%2Fb%3Fc").
+std::string encode_segment(std::string_view s);
+
+/// A list's paging parameters.
+struct page_params {
+    std::string cursor;
+    std::size_t limit = 100;
+};
+
+/// The cursor and limit of a list's query (API.md, "Lists"), or the 400 that refuses them.
+std::variant<page_params, response> parse_page_params(std::string_view query);
+
 /// Times one store operation into the store round-trip histogram.
 class timed {
 public:
@@ -126,6 +140,19 @@ boost::asio::awaitable<response> report_result(api_context& ctx, std::string id,
 boost::asio::awaitable<response> list_dead(api_context& ctx, std::string_view query);
 boost::asio::awaitable<response> retry_dead(api_context& ctx, std::string id, const request& req);
 boost::asio::awaitable<response> delete_dead(api_context& ctx, std::string id);
+// routes_schedules.cpp:
+boost::asio::awaitable<response> schedule_answer(api_context& ctx, std::string id,
+                                                 http::status status);
+boost::asio::awaitable<response> create_schedule(api_context& ctx, const request& req);
+boost::asio::awaitable<response> list_schedules(api_context& ctx, std::string_view query);
+boost::asio::awaitable<response> change_schedule(api_context& ctx, std::string id,
+                                                 const request& req);
+boost::asio::awaitable<response> delete_schedule(api_context& ctx, std::string id);
+boost::asio::awaitable<response> pause_schedule(api_context& ctx, std::string id, bool pause);
+boost::asio::awaitable<response> trigger_schedule(api_context& ctx, std::string id);
+boost::asio::awaitable<response> next_of_schedule(api_context& ctx, std::string id,
+                                                  std::string_view query);
+response preview_schedule(api_context& ctx, const request& req);
 // routes_probes.cpp:
 boost::asio::awaitable<response> ready(api_context& ctx);
 boost::asio::awaitable<response> metrics(api_context& ctx);

@@ -8,30 +8,16 @@
 
 #include <timewheel/dq/error.hpp>
 
-#include <charconv>
+#include <variant>
 
 namespace timewheeld::api::detail {
 
 net::awaitable<response> list_dead(api_context& ctx, std::string_view query) {
-    std::string cursor;
-    std::size_t limit = 100;
-    if (auto c = query_param(query, "cursor")) {
-        auto d = decode(*c, true);
-        if (!d) {
-            co_return error_response(http::status::bad_request, "invalid_field",
-                                     "malformed percent-encoding", "cursor");
-        }
-        cursor = std::move(*d);
+    auto params = parse_page_params(query);
+    if (auto* refused = std::get_if<response>(&params)) {
+        co_return std::move(*refused);
     }
-    if (auto l = query_param(query, "limit")) {
-        std::size_t n = 0;
-        auto [end, ec] = std::from_chars(l->data(), l->data() + l->size(), n);
-        if (l->empty() || ec != std::errc() || end != l->data() + l->size() || n < 1 || n > 1000) {
-            co_return error_response(http::status::bad_request, "invalid_field",
-                                     "must be an integer in [1, 1000]", "limit");
-        }
-        limit = n;
-    }
+    auto& [cursor, limit] = std::get<page_params>(params);
     timed t(ctx, "list_dead");
     auto [ec, page] = co_await ctx.queue.async_list_dead(std::move(cursor), limit, use_tuple);
     if (ec) {

@@ -11,31 +11,11 @@
 #include <boost/asio/dispatch.hpp>
 #include <boost/asio/executor_work_guard.hpp>
 
-#include <cctype>
 #include <chrono>
 
 namespace timewheeld::api::detail {
 
 namespace {
-
-// An id as one path segment: everything but RFC 3986's unreserved characters
-// percent-encoded, so that "a/b?c" comes back as the one segment "a%2Fb%3Fc".
-std::string encode_segment(std::string_view s) {
-    static constexpr char digits[] = "0123456789ABCDEF";
-    std::string out;
-    out.reserve(s.size());
-    for (const char c : s) {
-        const auto u = static_cast<unsigned char>(c);
-        if (std::isalnum(u) || c == '-' || c == '.' || c == '_' || c == '~') {
-            out += c;
-        } else {
-            out += '%';
-            out += digits[u >> 4];
-            out += digits[u & 15];
-        }
-    }
-    return out;
-}
 
 dq::time_point now_ms() {
     return std::chrono::time_point_cast<dq::duration>(std::chrono::system_clock::now());

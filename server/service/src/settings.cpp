@@ -297,6 +297,21 @@ const std::vector<option>& options() {
          "long after. Unset: 30000, or 3 x `--callback-timeout-ms` when that is "
          "longer",
          millis(&settings::lease, "--lease-ms")},
+        {"no-scheduler", "", "",
+         "materialise no schedules on this node (by default every node with a worker does: "
+         "the store makes each occurrence one task, whatever the number of nodes)",
+         [](settings& s, std::string_view v) { s.scheduler = !truth("--no-scheduler", v); }},
+        {"schedule-window-ms", "MS", "5000",
+         "a schedule's occurrences become tasks this long before they are due (so that they "
+         "fire to the millisecond); at least `--schedule-period-ms`",
+         millis(&settings::schedule_window, "--schedule-window-ms")},
+        {"schedule-period-ms", "MS", "1000",
+         "the time between two passes over the schedules whose occurrences come due",
+         millis(&settings::schedule_period, "--schedule-period-ms")},
+        {"schedule-grace-ms", "MS", "60000",
+         "an occurrence materialised later than this after its instant (no node ran) was "
+         "missed: the schedule's `misfire` policy decides whether it runs",
+         millis(&settings::schedule_grace, "--schedule-grace-ms")},
     };
     return table;
 }
@@ -368,6 +383,12 @@ parsed_settings parse_settings(int argc, const char* const* argv,
             reset.push_back(found);
         }
         found->set(r.settings, *value);
+    }
+    // A window shorter than a period would let occurrences come due before a pass made them.
+    if (r.settings.schedule_window < r.settings.schedule_period) {
+        throw std::invalid_argument(
+            "--schedule-window-ms: must be at least --schedule-period-ms (" +
+            std::to_string(r.settings.schedule_period.count()) + ")");
     }
     return r;
 }

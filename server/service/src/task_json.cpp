@@ -6,6 +6,8 @@
 //
 #include <timewheeld/service/task_json.hpp>
 
+#include "json_fields.hpp"
+
 #include <timewheeld/callback/utf8.hpp>
 
 #include <boost/json/parse.hpp>
@@ -21,7 +23,8 @@ namespace timewheeld::service {
 
 namespace json = boost::json;
 
-namespace {
+// The field readers the service's JSON files share (src/json_fields.hpp).
+namespace detail {
 
 std::string join(std::string_view prefix, std::string_view name) {
     return prefix.empty() ? std::string(name) : std::string(prefix) + "." + std::string(name);
@@ -85,6 +88,18 @@ const json::string& as_string(const json::value& v, const std::string& field) {
     return v.get_string();
 }
 
+// What a store kept, shown: valid UTF-8 whatever it holds (an error quoting a receiver's
+// bytes, cut at a byte count by an older version).
+json::value shown(std::string_view s) {
+    return json::value(callback::valid_utf8(s));
+}
+
+} // namespace detail
+
+using namespace detail;
+
+namespace {
+
 bool has_control(std::string_view s) {
     return std::any_of(s.begin(), s.end(), [](char c) {
         const auto u = static_cast<unsigned char>(c);
@@ -137,12 +152,6 @@ void expect(std::string_view s, std::size_t at, std::string_view chars) {
         throw std::invalid_argument("not an RFC 3339 time ('" + std::string(chars) +
                                     "' expected at " + std::to_string(at) + ")");
     }
-}
-
-// What a store kept, shown: valid UTF-8 whatever it holds (an error quoting a receiver's
-// bytes, cut at a byte count by an older version).
-json::value shown(std::string_view s) {
-    return json::value(callback::valid_utf8(s));
 }
 
 json::value optional_string(const std::string& s) {
@@ -250,6 +259,39 @@ std::string parse_callback_payload(const json::value& v, const validation_limits
     }
 }
 
+void parse_task_template(const json::object& o, const validation_limits& limits,
+                         std::string& payload, dq::retry_policy& retry) {
+    const auto* cb = o.if_contains("callback");
+    if (!cb) {
+        throw invalid_field("callback", "is required");
+    }
+    payload = parse_callback_payload(*cb, limits);
+    if (payload.size() > limits.max_payload_bytes) {
+        throw invalid_field("callback",
+                            "larger than " + std::to_string(limits.max_payload_bytes) + " bytes");
+    }
+    if (const auto* r = o.if_contains("retry")) {
+        const auto& ro = as_object(*r, "retry");
+        only_known(ro, "retry", {"attempts", "base_ms", "cap_ms"});
+        if (const auto* a = ro.if_contains("attempts")) {
+            retry.max_attempts = static_cast<std::uint32_t>(
+                as_integer(*a, "retry.attempts", 1, limits.max_attempts));
+        }
+        if (const auto* b = ro.if_contains("base_ms")) {
+            retry.base = dq::duration(as_integer(*b, "retry.base_ms", 0, limits.max_backoff_ms));
+        }
+        if (const auto* c = ro.if_contains("cap_ms")) {
+            retry.cap = dq::duration(as_integer(*c, "retry.cap_ms", 0, limits.max_backoff_ms));
+        }
+        if (retry.base > retry.cap) {
+            throw invalid_field(ro.contains("cap_ms") ? "retry.cap_ms" : "retry.base_ms",
+                                "base_ms must not exceed cap_ms (" +
+                                    std::to_string(retry.base.count()) + " > " +
+                                    std::to_string(retry.cap.count()) + ")");
+        }
+    }
+}
+
 dq::task parse_submit(std::string_view body, const validation_limits& limits) {
     const json::value v = parse_body(body);
     const auto& o = as_object(v, "body");
@@ -260,35 +302,7 @@ dq::task parse_submit(std::string_view body, const validation_limits& limits) {
         check_id(t.id, limits);
     }
     t.due = parse_due(o, std::nullopt);
-    const auto* cb = o.if_contains("callback");
-    if (!cb) {
-        throw invalid_field("callback", "is required");
-    }
-    t.payload = parse_callback_payload(*cb, limits);
-    if (t.payload.size() > limits.max_payload_bytes) {
-        throw invalid_field("callback",
-                            "larger than " + std::to_string(limits.max_payload_bytes) + " bytes");
-    }
-    if (const auto* r = o.if_contains("retry")) {
-        const auto& ro = as_object(*r, "retry");
-        only_known(ro, "retry", {"attempts", "base_ms", "cap_ms"});
-        if (const auto* a = ro.if_contains("attempts")) {
-            t.retry.max_attempts = static_cast<std::uint32_t>(
-                as_integer(*a, "retry.attempts", 1, limits.max_attempts));
-        }
-        if (const auto* b = ro.if_contains("base_ms")) {
-            t.retry.base = dq::duration(as_integer(*b, "retry.base_ms", 0, limits.max_backoff_ms));
-        }
-        if (const auto* c = ro.if_contains("cap_ms")) {
-            t.retry.cap = dq::duration(as_integer(*c, "retry.cap_ms", 0, limits.max_backoff_ms));
-        }
-        if (t.retry.base > t.retry.cap) {
-            throw invalid_field(ro.contains("cap_ms") ? "retry.cap_ms" : "retry.base_ms",
-                                "base_ms must not exceed cap_ms (" +
-                                    std::to_string(t.retry.base.count()) + " > " +
-                                    std::to_string(t.retry.cap.count()) + ")");
-        }
-    }
+    parse_task_template(o, limits, t.payload, t.retry);
     return t;
 }
 
@@ -403,13 +417,17 @@ json::object dead_page_to_json(const dq::dead_page& p) {
     return o;
 }
 
-std::string error_body(std::string_view code, std::string_view message, std::string_view field) {
+std::string error_body(std::string_view code, std::string_view message, std::string_view field,
+                       std::optional<std::size_t> position) {
     json::object e;
     e["code"] = code;
     if (!field.empty()) {
         e["field"] = field;
     }
     e["message"] = message;
+    if (position) {
+        e["position"] = *position;
+    }
     return json::serialize(json::object{{"error", std::move(e)}});
 }
 

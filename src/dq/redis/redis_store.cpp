@@ -40,6 +40,14 @@ std::size_t redis_store::shard_of(std::string_view id) const noexcept {
 }
 
 std::uint32_t redis_store::hash(std::string_view id) noexcept {
+    // Redis Cluster's hash tag rule: the bytes between the first '{' and the first '}' after
+    // it, when there is at least one.
+    if (const auto open = id.find('{'); open != std::string_view::npos) {
+        if (const auto close = id.find('}', open + 1);
+            close != std::string_view::npos && close > open + 1) {
+            id = id.substr(open + 1, close - open - 1);
+        }
+    }
     std::uint32_t h = 5381;
     for (unsigned char c : id) {
         h = h * 33 + c;

@@ -48,6 +48,7 @@ error_code script_error(redis::reply r) {
         {"DQ not_found", error::not_found},
         {"DQ wrong_state", error::wrong_state},
         {"DQ due_out_of_range", error::due_out_of_range},
+        {"DQ schedule_conflict", error::schedule_conflict},
     };
     for (const auto& [k, e] : known) {
         if (text.find(k) != std::string_view::npos) {

@@ -81,10 +81,11 @@ static_assert(declares_shard_keys(lua::prelude),
 static_assert(names_script_keys(lua::prelude),
               "lua/prelude/*.lua must name the keys of redis_keys::script_named_keys");
 
-redis::script make(std::string_view body) {
+// The prelude, then `helpers` (lua/<part>.lua that only some scripts need), then the body.
+redis::script make(std::string_view body, std::string_view helpers = {}) {
     std::string text;
-    text.reserve(lua::prelude.size() + body.size());
-    text.append(lua::prelude).append(body);
+    text.reserve(lua::prelude.size() + helpers.size() + body.size());
+    text.append(lua::prelude).append(helpers).append(body);
     return redis::script(std::move(text));
 }
 
@@ -105,6 +106,10 @@ const redis::script& renew() { static const redis::script s = make(lua::renew); 
 const redis::script& ack() { static const redis::script s = make(lua::ack); return s; }
 const redis::script& release() { static const redis::script s = make(lua::release); return s; }
 const redis::script& earliest_due() { static const redis::script s = make(lua::earliest_due); return s; }
+const redis::script& schedule() { static const redis::script s = make(lua::schedule, lua::schedule_helpers); return s; }
+const redis::script& schedule_list() { static const redis::script s = make(lua::schedule_list); return s; }
+const redis::script& schedule_due() { static const redis::script s = make(lua::schedule_due); return s; }
+const redis::script& materialise() { static const redis::script s = make(lua::materialise, lua::schedule_helpers); return s; }
 // clang-format on
 
 } // namespace timewheel::dq::detail::scripts

@@ -42,6 +42,12 @@ const redis::script& ack();          ///< (id token kind retry_after error start
 const redis::script& release();      ///< (id token)...
 /// (no arguments) -> {Redis's clock ms, the shard's earliest delayed due ms or -1}
 const redis::script& earliest_due();
+/// operation id [rule rest paused] (prelude/schedules.lua, lua/schedule.lua)
+const redis::script& schedule();
+const redis::script& schedule_list(); ///< after_id (or "") count
+const redis::script& schedule_due();  ///< window batch -> {now ms, (id record)...}
+/// (id revision forbid cursor next skipped payload max base cap k (task_id due)*k)...
+const redis::script& materialise();
 
 } // namespace timewheel::dq::detail::scripts
 

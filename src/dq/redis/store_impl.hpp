@@ -80,6 +80,17 @@ public:
     void release(std::vector<lease_ref> leases, store::handler<void(error_code)> h);
     void wait_wakeup(store::handler<void(error_code, time_point)> h);
 
+    // Schedules (store_schedules.cpp).
+    void schedule_op(std::string_view op, std::string id, const schedule_spec* spec,
+                     store::handler<void(error_code, std::string)> h);
+    void get_schedule(std::string id, store::handler<void(error_code, schedule_status)> h);
+    void list_schedules(std::string cursor, std::size_t count,
+                        store::handler<void(error_code, schedule_page)> h);
+    void due_schedules(duration window, std::size_t batch,
+                       store::handler<void(error_code, due_schedules_result)> h);
+    void materialise(std::vector<materialisation> ms,
+                     store::handler<void(error_code, std::vector<materialise_result>)> h);
+
     // Monitoring and the clock (store_impl.cpp).
     void earliest_due(store::handler<void(error_code, time_point, std::optional<time_point>)> h);
     void now(store::handler<void(error_code, time_point)> h);

@@ -15,6 +15,8 @@
 //   tasks.cpp        what every operation does to a task's row, and trimming
 //   producer_ops.cpp submit, cancel, reschedule, status, dead letters, probe
 //   worker_ops.cpp   claim, start, renew, acknowledge, release, expired leases
+//   schedule_ops.cpp schedules: create, replace, read, list, delete, pause, trigger, and the
+//                    materialiser's due_schedules and materialise
 //
 
 #ifndef TIMEWHEEL_SRC_DQ_SQLITE_ENGINE_HPP
@@ -242,6 +244,17 @@ public:
     std::vector<ack_result> renew(const std::vector<lease_ref>& leases, duration lease);
     std::vector<ack_result> acknowledge(const std::vector<ack>& acks);
     void release(const std::vector<lease_ref>& leases);
+
+    // schedule_ops.cpp
+    create_schedule_result create_schedule(const schedule_spec& spec, error_code& ec);
+    void replace_schedule(const schedule_spec& spec, error_code& ec);
+    schedule_status get_schedule(const std::string& id, error_code& ec);
+    schedule_page list_schedules(const std::string& after, std::size_t count);
+    void delete_schedule(const std::string& id, error_code& ec);
+    void pause_schedule(const std::string& id, bool paused, error_code& ec);
+    std::string trigger_schedule(const std::string& id, error_code& ec);
+    due_schedules_result due_schedules(duration window, std::size_t batch);
+    std::vector<materialise_result> materialise(const std::vector<materialisation>& ms);
 
 private:
     // --- setup (schema.cpp) -------------------------------------------------------------

@@ -12,6 +12,12 @@
 //          start, worker) in nullable columns. Partial indexes make each question the store
 //          asks an index range: delayed by due, claimed by lease expiry, done and dead by age.
 //   log    one row per attempt, by task; a task's rows go when the task is forgotten.
+//   schedules  one row per recurring schedule: its spec (rule and rest, encoded as
+//          detail::encode_spec does), paused, times, cursor, the index entry `next` (its
+//          next occurrence as last computed, NULL when the rule has ended), the last task,
+//          counters and revision. A partial index on `next` of those not paused is the
+//          materialiser's question. Added in version 1 (CREATE IF NOT EXISTS: an older file
+//          gains it when opened).
 //   meta   schema_version.
 //
 
@@ -63,6 +69,22 @@ CREATE TABLE IF NOT EXISTS log(
   outcome TEXT NOT NULL,
   error BLOB NOT NULL);
 CREATE INDEX IF NOT EXISTS log_by_id ON log(id, seq);
+CREATE TABLE IF NOT EXISTS schedules(
+  id BLOB PRIMARY KEY NOT NULL,
+  rule BLOB NOT NULL,
+  rest BLOB NOT NULL,
+  paused INTEGER NOT NULL,
+  created INTEGER NOT NULL,
+  updated INTEGER NOT NULL,
+  cursor INTEGER NOT NULL,
+  next INTEGER,
+  last_task BLOB NOT NULL,
+  occurrences INTEGER NOT NULL,
+  triggers INTEGER NOT NULL,
+  skipped_misfire INTEGER NOT NULL,
+  skipped_overlap INTEGER NOT NULL,
+  revision INTEGER NOT NULL);
+CREATE INDEX IF NOT EXISTS schedules_due ON schedules(next) WHERE paused = 0;
 )sql";
 
 } // namespace

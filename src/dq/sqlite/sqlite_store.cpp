@@ -347,4 +347,81 @@ void sqlite_store::earliest_due(
            std::optional<time_point>& earliest) { earliest = e.earliest_due(now); });
 }
 
+// --- Schedules (the engine's side: schedule_ops.cpp) -----------------------------------------
+
+void sqlite_store::do_create_schedule(
+    schedule_spec spec, handler<void(boost::system::error_code, create_schedule_result)> h) {
+    enqueue<create_schedule_result>(
+        engine_.get(), ex_, std::move(h),
+        [spec = std::move(spec)](detail::sqlite_engine& e, error_code& ec,
+                                 create_schedule_result& r) { r = e.create_schedule(spec, ec); });
+}
+
+void sqlite_store::do_replace_schedule(schedule_spec spec,
+                                       handler<void(boost::system::error_code)> h) {
+    enqueue<>(engine_.get(), ex_, std::move(h),
+              [spec = std::move(spec)](detail::sqlite_engine& e, error_code& ec) {
+                  e.replace_schedule(spec, ec);
+              });
+}
+
+void sqlite_store::do_get_schedule(std::string id,
+                                   handler<void(boost::system::error_code, schedule_status)> h) {
+    enqueue<schedule_status>(
+        engine_.get(), ex_, std::move(h),
+        [id = std::move(id)](detail::sqlite_engine& e, error_code& ec, schedule_status& r) {
+            r = e.get_schedule(id, ec);
+        });
+}
+
+void sqlite_store::do_list_schedules(std::string cursor, std::size_t count,
+                                     handler<void(boost::system::error_code, schedule_page)> h) {
+    enqueue<schedule_page>(engine_.get(), ex_, std::move(h),
+                           [cursor = std::move(cursor), count](detail::sqlite_engine& e,
+                                                               error_code&, schedule_page& r) {
+                               r = e.list_schedules(cursor, count);
+                           });
+}
+
+void sqlite_store::do_delete_schedule(std::string id, handler<void(boost::system::error_code)> h) {
+    enqueue<>(engine_.get(), ex_, std::move(h),
+              [id = std::move(id)](detail::sqlite_engine& e, error_code& ec) {
+                  e.delete_schedule(id, ec);
+              });
+}
+
+void sqlite_store::do_pause_schedule(std::string id, bool paused,
+                                     handler<void(boost::system::error_code)> h) {
+    enqueue<>(engine_.get(), ex_, std::move(h),
+              [id = std::move(id), paused](detail::sqlite_engine& e, error_code& ec) {
+                  e.pause_schedule(id, paused, ec);
+              });
+}
+
+void sqlite_store::do_trigger_schedule(std::string id,
+                                       handler<void(boost::system::error_code, std::string)> h) {
+    enqueue<std::string>(engine_.get(), ex_, std::move(h),
+                         [id = std::move(id)](detail::sqlite_engine& e, error_code& ec,
+                                              std::string& r) { r = e.trigger_schedule(id, ec); });
+}
+
+void sqlite_store::do_due_schedules(
+    duration window, std::size_t batch,
+    handler<void(boost::system::error_code, due_schedules_result)> h) {
+    enqueue<due_schedules_result>(
+        engine_.get(), ex_, std::move(h),
+        [window, batch](detail::sqlite_engine& e, error_code&, due_schedules_result& r) {
+            r = e.due_schedules(window, batch);
+        });
+}
+
+void sqlite_store::do_materialise(
+    std::vector<materialisation> m,
+    handler<void(boost::system::error_code, std::vector<materialise_result>)> h) {
+    enqueue<std::vector<materialise_result>>(
+        engine_.get(), ex_, std::move(h),
+        [m = std::move(m)](detail::sqlite_engine& e, error_code&,
+                           std::vector<materialise_result>& r) { r = e.materialise(m); });
+}
+
 } // namespace timewheel::dq

@@ -29,6 +29,8 @@ inline constexpr std::int64_t max_backoff_ms = (std::int64_t(1) << 48) - 1;
 inline constexpr std::size_t max_claim_batch = 100000;
 /// The most dead letters in one page.
 inline constexpr std::size_t max_dead_page = 10000;
+/// The most schedules in one page.
+inline constexpr std::size_t max_schedule_page = 1000;
 /// The longest lease token (the stores make 32 hex digits).
 inline constexpr std::size_t max_token_bytes = 64;
 /// The longest worker name a claim may carry (it goes to the execution log).
@@ -57,6 +59,27 @@ boost::system::error_code check_policy(const retry_policy& p);
 /// invalid_argument (over max_batch, or a token empty or over max_token_bytes), or an id's
 /// error.
 boost::system::error_code check_leases(const std::vector<lease_ref>& leases, const limits& lim);
+
+/// A schedule spec's error: its id's (check_id against max_schedule_id_bytes, then
+/// invalid_schedule_id), invalid_rule, invalid_cron, unknown_zone, invalid_window,
+/// payload_too_large, its retry policy's, invalid_argument (misfire_limit 0).
+boost::system::error_code check_schedule(const schedule_spec& spec, const limits& lim);
+
+/// A schedule id's error (as check_schedule).
+boost::system::error_code check_schedule_id(std::string_view id, const limits& lim);
+
+/// A spec as the stores keep it: two strings, so that a store can tell a changed rule from a
+/// changed template by comparing bytes. `rule`: cron, every, zone, start_at, end_at;
+/// `rest`: payload, retry policy, misfire policy and limit, overlap policy. Neither holds
+/// the id or the paused flag, which the stores keep apart.
+struct encoded_spec {
+    std::string rule;
+    std::string rest;
+};
+encoded_spec encode_spec(const schedule_spec& spec);
+
+/// The spec of `e` with `id` and `paused`; false when `e` is not encode_spec's output.
+bool decode_spec(std::string_view rule, std::string_view rest, schedule_spec& out);
 
 /// A generated task id: 12 characters of [0-9A-Za-z] (71 random bits), from a generator of
 /// the calling thread seeded by std::random_device.

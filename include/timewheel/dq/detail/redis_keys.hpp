@@ -6,9 +6,12 @@
 // (src/dq/redis/store_impl.cpp) and docs/dq.md cites this file instead of repeating it.
 //
 // A queue of S shards keeps shard s's keys under the prefix "{Q:s}:", whose hash tag puts them
-// in one Cluster slot, so that every script runs on one node. Each shard script declares the
-// keys of `shard_keys` as KEYS, in that order, and names the others itself from the prefix
-// (ARGV[1], P in the scripts): keys named inside a script still share the slot.
+// in one Cluster slot, so that every script runs on one node. A task or schedule id X is on
+// shard hash(X) % S, where an id holding a hash tag ("{tag}", as Redis Cluster reads it) is
+// hashed by its tag only: a schedule's occurrences ("{<schedule id>}@...") share its shard. Each
+// shard script declares the keys of `shard_keys` as KEYS, in that order, and names the others
+// itself from the prefix (ARGV[1], P in the scripts): keys named inside a script still share the
+// slot.
 //
 #ifndef TIMEWHEEL_DQ_DETAIL_REDIS_KEYS_HPP
 #define TIMEWHEEL_DQ_DETAIL_REDIS_KEYS_HPP
@@ -42,7 +45,7 @@ inline constexpr std::array<shard_key, 6> shard_keys{{
 }};
 
 /// The keys of a shard that the scripts name themselves from the prefix (not in KEYS).
-inline constexpr std::array<shard_key, 4> script_named_keys{{
+inline constexpr std::array<shard_key, 6> script_named_keys{{
     {"t:<b>", "bkey(id)", "hash",
      "task records: bucket b = hash(id) % buckets (prelude/records.lua, bnum), id -> the "
      "record in chunks of 64 bytes"},
@@ -50,6 +53,12 @@ inline constexpr std::array<shard_key, 4> script_named_keys{{
     {"wi", "KW", "sorted set", "index of the later slots: slot name -> slot start ms"},
     {"w:<start>", "P .. 'w:' .. name", "sorted set",
      "tasks due beyond 10 s, one slot of at most 128: id -> due ms"},
+    {"sc", "KSC", "hash",
+     "schedules: schedule id -> record (prelude/schedules.lua: flags, times, cursor, next, "
+     "revision, counters, last task, spec)"},
+    {"si", "KSI", "sorted set",
+     "schedules not paused and not ended: schedule id -> next occurrence ms (the "
+     "materialiser's index)"},
 }};
 
 /// Shard `shard`'s key prefix: "{Q:s}:" (ARGV[1] of every shard script).
@@ -61,7 +70,7 @@ inline std::string shard_prefix(std::string_view queue, std::size_t shard) {
 }
 
 /// The queue's settings, checked once by every store that opens it: "{Q}:config", a hash
-/// (shards, buckets, version: the layout of this table, 2). Read by the `config` script only,
+/// (shards, buckets, version: the layout of this table, 3). Read by the `config` script only,
 /// which refuses a queue written in another layout.
 inline std::string config_key(std::string_view queue) {
     std::string k;

@@ -13,6 +13,12 @@
 //   GET    /v1/dead?cursor=&limit=   dead letters, a page at a time
 //   POST   /v1/dead/{id}/retry       a dead letter delayed again
 //   DELETE /v1/dead/{id}             a dead letter forgotten
+//   POST   /v1/schedules             create a recurring schedule (201, 200 same spec, 409)
+//   GET    /v1/schedules?cursor=&limit=            schedules, a page at a time
+//   GET/PATCH/DELETE /v1/schedules/{id}           read, change, delete one
+//   POST   /v1/schedules/{id}/pause|resume|trigger
+//   GET    /v1/schedules/{id}/next?count=&after=  its next occurrences, UTC and local
+//   POST   /v1/schedules:preview     the next occurrences of an unsaved rule
 //   GET    /healthz  /readyz  /metrics
 //
 // Every error is JSON, {"error": {"code", "field", "message"}}; a 400 names the field and

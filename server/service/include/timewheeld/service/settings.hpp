@@ -80,6 +80,15 @@ struct settings {
     /// this long after. 0: 30 s, or 3 x callback_timeout when that is longer.
     std::chrono::milliseconds lease{0};
 
+    // The materialiser of schedules (dq::scheduler), next to the worker.
+    bool scheduler = true; ///< false (--no-scheduler): this node materialises no schedule
+    /// Occurrences due within this much of the store's clock become tasks ahead of time.
+    std::chrono::milliseconds schedule_window{5000};
+    /// The time between two passes over the due schedules.
+    std::chrono::milliseconds schedule_period{1000};
+    /// An occurrence later than this when materialised was missed: its misfire policy decides.
+    std::chrono::milliseconds schedule_grace{60000};
+
     /// Every field equal (the flag tables' defaults are checked against settings{} with it).
     friend bool operator==(const settings&, const settings&) = default;
 };

@@ -38,19 +38,24 @@ namespace dq = timewheel::dq;
 /// A field of a request that is missing, malformed, contradictory or out of range.
 class invalid_field : public std::invalid_argument {
 public:
-    invalid_field(std::string field, const std::string& message)
+    invalid_field(std::string field, const std::string& message,
+                  std::optional<std::size_t> position = std::nullopt)
         : std::invalid_argument(field + ": " + message)
         , field_(std::move(field))
-        , message_(message) {}
+        , message_(message)
+        , position_(position) {}
 
     /// The field's path, e.g. "callback.headers" ("body": the body as a whole).
     const std::string& field() const noexcept { return field_; }
     /// What is wrong with it.
     const std::string& message() const noexcept { return message_; }
+    /// Where in the field's text the fault starts (a cron expression's offset), when known.
+    std::optional<std::size_t> position() const noexcept { return position_; }
 
 private:
     std::string field_;
     std::string message_;
+    std::optional<std::size_t> position_;
 };
 
 /// What the validation accepts.
@@ -83,6 +88,13 @@ dq::due_time parse_requeue(std::string_view body);
 /// Parses the body of POST /v1/tasks/{id}/result. @throws invalid_field
 result_report parse_result(std::string_view body);
 
+/// Parses the task template of a body: its "callback" (required, parse_callback_payload())
+/// into `payload` and its optional "retry" into `retry` (defaults kept for what is not
+/// given). The one parser of both, for POST /v1/tasks and for a schedule's occurrences.
+/// @throws invalid_field ("callback.*", "retry.*")
+void parse_task_template(const boost::json::object& o, const validation_limits& limits,
+                         std::string& payload, dq::retry_policy& retry);
+
 /// Checks a task id (from a body or a path). @throws invalid_field naming `field`
 void check_id(std::string_view id, const validation_limits& limits, std::string_view field = "id");
 
@@ -105,9 +117,10 @@ boost::json::object status_to_json(const dq::task_status& s);
 boost::json::object dead_page_to_json(const dq::dead_page& p);
 
 /// The body of an error answer: {"error": {"code": ..., "field": ..., "message": ...}}
-/// ("field" only when one is named).
-std::string error_body(std::string_view code, std::string_view message,
-                       std::string_view field = {});
+/// ("field" only when one is named; "position", the offset in the field's text where the
+/// fault starts, only when known: a cron expression's).
+std::string error_body(std::string_view code, std::string_view message, std::string_view field = {},
+                       std::optional<std::size_t> position = std::nullopt);
 
 } // namespace timewheeld::service
 
