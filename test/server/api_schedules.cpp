@@ -109,6 +109,15 @@ std::int64_t instant_of(const std::string& key) {
     return ts::epoch_ms(key.substr(key.find("}@") + 2));
 }
 
+// Keys on one line, for a failure's message.
+std::string joined(const std::vector<std::string>& keys) {
+    std::string out;
+    for (const auto& k : keys) {
+        out += (out.empty() ? "" : " ") + k;
+    }
+    return out;
+}
+
 // Both stores, each its own service: the schedules live where the tasks do.
 std::vector<std::vector<std::string>> stores(const ts::temp_dir& dir) {
     return {{}, {"--store", ts::sqlite_store_url(dir)}};
@@ -423,6 +432,18 @@ BOOST_AUTO_TEST_CASE(every_bad_schedule_is_a_400_naming_its_field_and_nothing_is
     const auto zone = svc.post("/v1/schedules", cases[1].body);
     BOOST_TEST(zone.json().at("error").at("message").as_string().find("Mars/Olympus") !=
                std::string::npos);
+    // An expression over the engine's 256 bytes (a valid one, were it shorter): refused
+    // before it is parsed, naming cron.
+    std::string list = "0";
+    while (list.size() <= 256) {
+        list += ",0";
+    }
+    const auto long_cron =
+        svc.post("/v1/schedules", schedule_body("b18", R"("cron": ")" + list + R"( 9 * * *")"));
+    BOOST_TEST(long_cron.status == 400u, long_cron);
+    BOOST_TEST(long_cron.error_field() == "cron");
+    BOOST_TEST(long_cron.json().at("error").at("message").as_string() == "longer than 256 bytes");
+    BOOST_TEST(svc.get("/v1/schedules/b18").status == 404u);
     BOOST_TEST(svc.get("/v1/schedules").json().at("entries").as_array().empty());
 }
 
@@ -438,6 +459,40 @@ BOOST_AUTO_TEST_CASE(schedules_need_the_token_like_every_route) {
     const auto with_token =
         svc.request(verb::post, "/v1/schedules", body, {{"Authorization", "Bearer s3cret"}});
     BOOST_TEST(with_token.status == 201u, with_token);
+}
+
+// A node without a worker materialises too (an API-only node makes the tasks that the
+// worker nodes run); --no-scheduler turns that off, worker or not.
+BOOST_AUTO_TEST_CASE(a_node_without_a_worker_materialises_schedules_unless_told_not_to) {
+    for (const bool scheduler : {true, false}) {
+        BOOST_TEST_CONTEXT((scheduler ? "--no-worker" : "--no-worker --no-scheduler")) {
+            ts::api_service::options o; // --no-worker
+            o.args = {"--schedule-period-ms", "100"};
+            if (!scheduler) {
+                o.args.push_back("--no-scheduler");
+            }
+            ts::api_service svc(o);
+            BOOST_TEST_REQUIRE(
+                svc.post("/v1/schedules", schedule_body("m", R"("every_ms": 200)")).status == 201u);
+            const auto occurrences = [&] {
+                return svc.get("/v1/schedules/m").json().at("counts").at("occurrences").as_int64();
+            };
+            if (scheduler) {
+                BOOST_TEST_REQUIRE(ts::eventually([&] { return occurrences() >= 3; }), svc.log());
+                // Its tasks exist, waiting for a worker: nothing runs them here.
+                const auto last = svc.get("/v1/schedules/m").json().at("last_task_id");
+                BOOST_TEST_REQUIRE(last.is_string());
+                const auto task = svc.get("/v1/tasks/" + segment(std::string(last.as_string())));
+                BOOST_TEST_REQUIRE(task.status == 200u, task);
+                BOOST_TEST(task.json().at("state").as_string() == "delayed");
+            } else {
+                // Several periods and occurrences (not a timed assertion: nothing may happen).
+                std::this_thread::sleep_for(1500ms);
+                BOOST_TEST(occurrences() == 0);
+                BOOST_TEST(svc.get("/v1/schedules/m").json().at("last_task_id").is_null());
+            }
+        }
+    }
 }
 
 // Two nodes on one Redis both materialise (no leader); one killed with -9 while occurrences
@@ -485,6 +540,289 @@ BOOST_AUTO_TEST_CASE(two_nodes_one_killed_every_occurrence_is_one_task_none_miss
     }
     BOOST_TEST_MESSAGE(keys.size() << " occurrences, " << at_kill << " before the kill, " << twice
                                    << " delivered twice");
+}
+
+// All nodes down across several occurrences, then started again on the same store: the
+// misfire policy decides which missed occurrences run. Three schedules on one half-second
+// grid (the same start_at), one per policy, on one node with a short grace; the node killed
+// with -9 for about ten occurrences. An occurrence is "missed" when it is more than the grace
+// before the store's clock of the pass that finds it, and the first pass after the restart
+// finds all three schedules with the same clock: so where each one resumes is exact relative
+// to the others, whatever that pass's clock was. `skip` resumes at the first occurrence
+// within the grace (F), `run_latest` one occurrence earlier (the latest missed, then F on),
+// `run_all` with limit 3 three earlier; the occurrences between the kill and those are the
+// schedule's `skipped_misfire`. Order and "never early" only: nothing timed.
+BOOST_AUTO_TEST_CASE(all_nodes_down_across_occurrences_then_restarted_the_misfire_policy_holds) {
+    const ts::temp_dir dir("timewheeld-misfire");
+    ts::redis_server redis;
+    constexpr std::int64_t interval = 500;
+    constexpr std::int64_t grace = 500;
+    struct policy {
+        std::string id, misfire;
+        std::int64_t kept; // missed occurrences it runs (before F)
+    };
+    const std::vector<policy> policies = {{"latest", R"({"policy": "run_latest"})", 1},
+                                          {"skip", R"({"policy": "skip"})", 0},
+                                          {"all", R"({"policy": "run_all", "limit": 3})", 3}};
+    for (const auto& store : {"redis://127.0.0.1:" + std::to_string(redis.port()) + "/misfire",
+                              ts::sqlite_store_url(dir)}) {
+        BOOST_TEST_CONTEXT("store " << store) {
+            timed_sink s;
+            ts::service_node node({.store = store,
+                                   .args = {"--lease-ms", "1000", "--schedule-window-ms", "500",
+                                            "--schedule-period-ms", "100", "--schedule-grace-ms",
+                                            std::to_string(grace)}});
+            for (const auto& p : policies) {
+                const auto created = node.post(
+                    "/v1/schedules",
+                    schedule_body(p.id,
+                                  R"("every_ms": )" + std::to_string(interval) +
+                                      R"(, "start_at": "2026-01-01T00:00:00Z")",
+                                  s.sink.url("/" + p.id), R"(, "misfire": )" + p.misfire));
+                BOOST_TEST_REQUIRE(created.status == 201u, created);
+            }
+            BOOST_TEST_REQUIRE(ts::eventually([&] {
+                                   return std::ranges::all_of(policies, [&](const policy& p) {
+                                       return s.occurrences_of(p.id).size() >= 2;
+                                   });
+                               }),
+                               node.log());
+            const auto killed_at = ts::now_ms();
+            node.kill9();
+            // Down across about ten occurrences: more than the window materialised ahead,
+            // the grace and run_all's limit together.
+            std::this_thread::sleep_for(5s);
+            const auto restarted_at = ts::now_ms();
+            node.start();
+            // Each goes on past its restart, then stops (what was materialised still runs).
+            BOOST_TEST_REQUIRE(ts::eventually([&] {
+                                   return std::ranges::all_of(policies, [&](const policy& p) {
+                                       const auto keys = s.occurrences_of(p.id);
+                                       return !keys.empty() &&
+                                              instant_of(keys.back()) > restarted_at + 1000;
+                                   });
+                               }),
+                               node.log());
+            for (const auto& p : policies) {
+                BOOST_TEST_REQUIRE(node.post("/v1/schedules/" + p.id + "/pause", "").status ==
+                                   200u);
+            }
+            BOOST_TEST_REQUIRE(ts::eventually([&] {
+                                   return std::ranges::all_of(policies, [&](const policy& p) {
+                                       const auto st = node.get("/v1/schedules/" + p.id).json();
+                                       const auto& last = st.at("last_task_id");
+                                       return last.is_string() &&
+                                              s.count(std::string(last.as_string())) >= 1u;
+                                   });
+                               }),
+                               node.log());
+
+            std::map<std::string, std::int64_t> resumed_at; // F - kept * interval, per policy
+            const auto arrivals = s.snapshot();
+            for (const auto& p : policies) {
+                BOOST_TEST_CONTEXT("policy " << p.misfire) {
+                    const auto keys = s.occurrences_of(p.id);
+                    std::vector<std::size_t> jumps;
+                    for (std::size_t i = 0; i < keys.size(); ++i) {
+                        const auto at = instant_of(keys[i]);
+                        BOOST_TEST_CONTEXT(keys[i]) {
+                            if (i > 0) {
+                                const auto step = at - instant_of(keys[i - 1]);
+                                BOOST_TEST(step % interval == 0);
+                                if (step != interval) {
+                                    jumps.push_back(i);
+                                }
+                            }
+                            // Each occurrence once; twice only for one the killed node was
+                            // calling back and had not acked (at least once, as any task).
+                            const auto n = arrivals.count(keys[i]);
+                            BOOST_TEST(n <= (at <= killed_at + 1000 ? 2u : 1u));
+                            for (auto [it, e] = arrivals.equal_range(keys[i]); it != e; ++it) {
+                                BOOST_TEST(it->second >= at); // never early
+                            }
+                        }
+                    }
+                    // Consecutive before the kill and after the restart: one jump, the
+                    // missed occurrences that did not run.
+                    BOOST_TEST_REQUIRE(jumps.size() == 1u, joined(keys));
+                    const auto j = jumps.front();
+                    const auto missing =
+                        (instant_of(keys[j]) - instant_of(keys[j - 1])) / interval - 1;
+                    BOOST_TEST(instant_of(keys[j - 1]) < restarted_at);
+                    resumed_at[p.id] = instant_of(keys[j]) + p.kept * interval;
+                    // The API counts them, and every other occurrence became one task.
+                    const auto st = node.get("/v1/schedules/" + p.id).json();
+                    BOOST_TEST(st.at("counts").at("skipped_misfire").as_int64() == missing);
+                    const auto tasks = st.at("counts").at("occurrences").as_int64();
+                    BOOST_TEST(ts::eventually([&] {
+                                   return static_cast<std::int64_t>(
+                                              s.occurrences_of(p.id).size()) == tasks;
+                               }),
+                               tasks << " tasks, " << keys.size() << " called back");
+                    BOOST_TEST_MESSAGE(p.id << ": " << keys.size() << " occurrences, " << missing
+                                            << " skipped, resumed at " << keys[j]);
+                }
+            }
+            // skip resumes at F, the first occurrence within the grace of the restart's first
+            // pass (so at or after the restart less the grace); run_latest at F less one
+            // interval, run_all at F less three (their resumed_at is F for both).
+            BOOST_TEST(resumed_at["skip"] >= restarted_at - grace);
+            BOOST_TEST(resumed_at["latest"] == resumed_at["skip"]);
+            BOOST_TEST(resumed_at["all"] == resumed_at["skip"]);
+        }
+    }
+}
+
+// The clock moved with libfaketime to a few seconds before a DST transition (or a skipped
+// day), one timewheeld per transition on a SQLite file (the store's clock is the process's:
+// on Redis it would be Redis's TIME, which libfaketime does not reach), all at once: each
+// schedule's occurrences that arrive while the clock crosses the transition are exactly the
+// ones written down below from `zdump -v` (quoted), never computed by the code under test.
+// A schedule every second on each node is the witness that the node's clock went past the
+// last instant looked at (an occurrence that should not fire would have been materialised
+// and called back by then). The DST policy itself is the cron engine's (docs/cron.md,
+// test/cron/schedule.cpp); this is the service holding it under a moved clock.
+BOOST_AUTO_TEST_CASE(the_clock_moved_across_dst_transitions_each_zone_fires_as_the_tz_database_says,
+                     *boost::unit_test::precondition(ts::faketime_available())) {
+    struct schedule {
+        std::string id, cron;
+        std::vector<std::string> expected; // the instants that fire while the clock runs
+    };
+    struct transition {
+        std::string zone;
+        std::string clock; // where libfaketime starts the node's clock, UTC
+        std::string until; // the witness's instant that ends the watch
+        std::vector<schedule> schedules;
+    };
+    // clang-format off
+    const std::vector<transition> transitions = {
+        // Europe/Berlin  Sun Mar 29 00:59:59 2026 UT = Sun Mar 29 01:59:59 2026 CET isdst=0 gmtoff=3600
+        // Europe/Berlin  Sun Mar 29 01:00:00 2026 UT = Sun Mar 29 03:00:00 2026 CEST isdst=1 gmtoff=7200
+        // 02:30 does not exist: once, at the gap's end.
+        {"Europe/Berlin", "2026-03-29T00:59:48.000Z", "2026-03-29T01:00:08.000Z",
+         {{"gap", "30 2 * * *", {"2026-03-29T01:00:00.000Z"}},
+          {"after", "5 0 3 * * *", {"2026-03-29T01:00:05.000Z"}}}},
+        // Europe/Berlin  Sun Oct 25 00:59:59 2026 UT = Sun Oct 25 02:59:59 2026 CEST isdst=1 gmtoff=7200
+        // Europe/Berlin  Sun Oct 25 01:00:00 2026 UT = Sun Oct 25 02:00:00 2026 CET isdst=0 gmtoff=3600
+        // 02:59:55 fires in the first pass; 02:00:05 came in the first pass before the
+        // schedule existed and does not fire in the second (01:00:05 UT); the same
+        // wall-clock time every hour (hour `*`) follows elapsed time and does.
+        {"Europe/Berlin", "2026-10-25T00:59:45.000Z", "2026-10-25T01:00:09.000Z",
+         {{"first", "55 59 2 * * *", {"2026-10-25T00:59:55.000Z"}},
+          {"once", "5 0 2 * * *", {}},
+          {"hourly", "5 0 * * * *", {"2026-10-25T01:00:05.000Z"}}}},
+        // Australia/Lord_Howe  Sat Oct  3 15:29:59 2026 UT = Sun Oct  4 01:59:59 2026 +1030 isdst=0 gmtoff=37800
+        // Australia/Lord_Howe  Sat Oct  3 15:30:00 2026 UT = Sun Oct  4 02:30:00 2026 +11 isdst=1 gmtoff=39600
+        // A 30-minute gap: 02:15 fires at 02:30+11:00.
+        {"Australia/Lord_Howe", "2026-10-03T15:29:48.000Z", "2026-10-03T15:30:04.000Z",
+         {{"gap", "15 2 * * *", {"2026-10-03T15:30:00.000Z"}}}},
+        // America/Santiago  Sun Sep  6 03:59:59 2026 UT = Sat Sep  5 23:59:59 2026 -04 isdst=0 gmtoff=-14400
+        // America/Santiago  Sun Sep  6 04:00:00 2026 UT = Sun Sep  6 01:00:00 2026 -03 isdst=1 gmtoff=-10800
+        // Midnight of 6 September does not exist: daily and that day's, at 01:00-03:00.
+        {"America/Santiago", "2026-09-06T03:59:48.000Z", "2026-09-06T04:00:04.000Z",
+         {{"midnight", "0 0 * * *", {"2026-09-06T04:00:00.000Z"}},
+          {"sixth", "0 0 6 9 *", {"2026-09-06T04:00:00.000Z"}}}},
+        // Asia/Beirut  Sat Mar 28 21:59:59 2026 UT = Sat Mar 28 23:59:59 2026 EET isdst=0 gmtoff=7200
+        // Asia/Beirut  Sat Mar 28 22:00:00 2026 UT = Sun Mar 29 01:00:00 2026 EEST isdst=1 gmtoff=10800
+        {"Asia/Beirut", "2026-03-28T21:59:48.000Z", "2026-03-28T22:00:04.000Z",
+         {{"midnight", "0 0 * * *", {"2026-03-28T22:00:00.000Z"}}}},
+        // Pacific/Apia  Fri Dec 30 09:59:59 2011 UT = Thu Dec 29 23:59:59 2011 -10 isdst=1 gmtoff=-36000
+        // Pacific/Apia  Fri Dec 30 10:00:00 2011 UT = Sat Dec 31 00:00:00 2011 +14 isdst=1 gmtoff=50400
+        // 30 December does not exist: 09:00 daily and 12:00 on the 30th fire when it ends;
+        // every hour of the 30th (hour `*`) does not fire at all.
+        {"Pacific/Apia", "2011-12-30T09:59:48.000Z", "2011-12-30T10:00:04.000Z",
+         {{"nine", "0 9 * * *", {"2011-12-30T10:00:00.000Z"}},
+          {"noon30", "0 12 30 12 *", {"2011-12-30T10:00:00.000Z"}},
+          {"hours30", "0 * 30 12 *", {}}}},
+        // Rules that changed between years, America/Sao_Paulo:
+        // America/Sao_Paulo  Sun Nov  4 02:59:59 2018 UT = Sat Nov  3 23:59:59 2018 -03 isdst=0 gmtoff=-10800
+        // America/Sao_Paulo  Sun Nov  4 03:00:00 2018 UT = Sun Nov  4 01:00:00 2018 -02 isdst=1 gmtoff=-7200
+        // America/Sao_Paulo  Sun Feb 17 02:00:00 2019 UT = Sat Feb 16 23:00:00 2019 -03 isdst=0 gmtoff=-10800
+        // (its last line: no transition after, DST abolished). 00:30 is in 2018's gap, and an
+        // ordinary -03:00 time on the same Sunday of 2019.
+        {"America/Sao_Paulo", "2018-11-04T02:59:48.000Z", "2018-11-04T03:00:04.000Z",
+         {{"half", "30 0 * * *", {"2018-11-04T03:00:00.000Z"}}}},
+        {"America/Sao_Paulo", "2019-11-03T03:29:48.000Z", "2019-11-03T03:30:04.000Z",
+         {{"half", "30 0 * * *", {"2019-11-03T03:30:00.000Z"}}}},
+    };
+    // clang-format on
+
+    timed_sink s;
+    const ts::temp_dir dir("timewheeld-dst");
+    struct running {
+        std::unique_ptr<ts::service_node> node;
+        std::string prefix; // of its schedules' ids: one sink for all
+        std::int64_t spawned_at;
+    };
+    std::vector<running> nodes;
+    for (std::size_t i = 0; i < transitions.size(); ++i) {
+        const auto& t = transitions[i];
+        std::string faketime = "@" + t.clock.substr(0, 19);
+        faketime[11] = ' ';
+        const auto spawned_at = ts::now_ms();
+        nodes.push_back({std::make_unique<ts::service_node>(ts::service_node::options{
+                             .store = ts::sqlite_store_url(dir, "dst-" + std::to_string(i) + ".db"),
+                             .faketime = faketime,
+                             .preload = {TIMEWHEEL_DQ_TEST_TIMERFD}}),
+                         "z" + std::to_string(i) + "-", spawned_at});
+    }
+    for (std::size_t i = 0; i < transitions.size(); ++i) {
+        const auto& t = transitions[i];
+        auto& n = *nodes[i].node;
+        for (const auto& sc : t.schedules) {
+            const auto r = n.post("/v1/schedules",
+                                  schedule_body(nodes[i].prefix + sc.id,
+                                                R"("cron": )" + ts::json_quote(sc.cron) +
+                                                    R"(, "time_zone": )" + ts::json_quote(t.zone),
+                                                s.sink.url("/dst")));
+            BOOST_TEST_REQUIRE(r.status == 201u, r);
+            // Created (its cursor set) 7 s after the moved clock's start at most, before any
+            // instant looked at (10 s or more after it), or the test proves nothing.
+            BOOST_TEST_REQUIRE(ts::epoch_ms(std::string(r.json().at("created_at").as_string())) <
+                                   ts::epoch_ms(t.clock) + 7000,
+                               t.zone << " " << r);
+        }
+        BOOST_TEST_REQUIRE(
+            n.post("/v1/schedules", schedule_body(nodes[i].prefix + "witness",
+                                                  R"("every_ms": 1000)", s.sink.url("/witness")))
+                .status == 201u);
+    }
+    BOOST_TEST_REQUIRE(ts::eventually(
+        [&] {
+            for (std::size_t i = 0; i < transitions.size(); ++i) {
+                const auto w = s.occurrences_of(nodes[i].prefix + "witness");
+                if (w.empty() || instant_of(w.back()) < ts::epoch_ms(transitions[i].until)) {
+                    return false;
+                }
+            }
+            return true;
+        },
+        60s));
+
+    const auto arrivals = s.snapshot();
+    for (std::size_t i = 0; i < transitions.size(); ++i) {
+        const auto& t = transitions[i];
+        for (const auto& sc : t.schedules) {
+            const auto id = nodes[i].prefix + sc.id;
+            BOOST_TEST_CONTEXT(t.zone << " " << t.clock << " " << sc.cron) {
+                std::vector<std::string> expected;
+                for (const auto& at : sc.expected) {
+                    expected.push_back("{" + id + "}@" + at);
+                }
+                const auto got = s.occurrences_of(id);
+                BOOST_TEST(got == expected, boost::test_tools::per_element());
+                for (const auto& key : got) {
+                    BOOST_TEST(arrivals.count(key) == 1u, key);
+                    // Never early by the node's clock: it read at most the moved clock's
+                    // start plus the time since it was spawned.
+                    const auto arrived = arrivals.find(key)->second;
+                    BOOST_TEST(ts::epoch_ms(t.clock) + (arrived - nodes[i].spawned_at) >=
+                                   instant_of(key),
+                               key);
+                }
+            }
+        }
+    }
 }
 
 BOOST_AUTO_TEST_SUITE_END()

@@ -138,13 +138,14 @@ private:
 /// to `dir`/timewheeld.log (so that the log of a restarted process follows the first), and
 /// returns the port it listens on once it does (read from `dir`/port). `wrapper`: a command
 /// that ends by exec'ing the rest of its arguments (the same process: its pid is
-/// timewheeld's), such as unshare for a mount namespace of its own.
+/// timewheeld's), such as unshare for a mount namespace of its own. `faketime`: run under
+/// libfaketime with this FAKETIME, `preload` loaded before it (child_process::options).
 /** @throws std::runtime_error when it exits or does not listen within 30 s. */
-inline std::uint16_t launch_timewheeld(std::optional<child_process>& process,
-                                       const std::filesystem::path& dir,
-                                       const std::vector<std::string>& args,
-                                       const std::vector<std::string>& env, bool in_dir = false,
-                                       const std::vector<std::string>& wrapper = {}) {
+inline std::uint16_t
+launch_timewheeld(std::optional<child_process>& process, const std::filesystem::path& dir,
+                  const std::vector<std::string>& args, const std::vector<std::string>& env,
+                  bool in_dir = false, const std::vector<std::string>& wrapper = {},
+                  const std::string& faketime = {}, const std::vector<std::string>& preload = {}) {
     const auto port_file = dir / "port";
     std::error_code ec;
     std::filesystem::remove(port_file, ec); // a restart must not read the last one's port
@@ -158,8 +159,11 @@ inline std::uint16_t launch_timewheeld(std::optional<child_process>& process,
     }
     argv.insert(argv.begin(), wrapper.begin(), wrapper.end());
     process.reset();
-    process.emplace(
-        child_process::options{.argv = argv, .output = dir / "timewheeld.log", .env = env});
+    process.emplace(child_process::options{.argv = argv,
+                                           .output = dir / "timewheeld.log",
+                                           .faketime = faketime,
+                                           .preload = preload,
+                                           .env = env});
     const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(30);
     while (std::chrono::steady_clock::now() < deadline) {
         std::ifstream in(port_file);

@@ -79,6 +79,8 @@ public:
         std::string store;               ///< --store, always given explicitly
         std::vector<std::string> args{}; ///< more flags
         std::vector<std::string> env{};
+        std::string faketime{};             ///< when set: run under libfaketime (FAKETIME)
+        std::vector<std::string> preload{}; ///< preloaded before libfaketime
     };
 
     explicit service_node(options opt)
@@ -99,7 +101,8 @@ public:
         std::vector<std::string> args = {"--store", opt_.store, "--threads", "1",
                                          "--callback-allow-loopback"};
         args.insert(args.end(), opt_.args.begin(), opt_.args.end());
-        port_ = launch_timewheeld(process_, dir_, args, opt_.env);
+        port_ = launch_timewheeld(process_, dir_, args, opt_.env, false, {}, opt_.faketime,
+                                  opt_.preload);
     }
     /// kill -9, waited for.
     void kill9() { process_->kill9(); }
