@@ -93,24 +93,31 @@ int main(int argc, char** argv) {
         std::vector<std::unique_ptr<dispatch::dispatcher>> dispatchers(parsed.settings.threads);
         // The materialiser of schedules, on the first thread's store only: one pass reads
         // every shard of the store, and the store makes each occurrence one task whatever
-        // the number of nodes (or threads) that try. On the first thread only, both.
+        // the number of nodes (or threads) that try. It runs on a node without a worker too
+        // (an API-only node makes the tasks that the worker nodes run), unless
+        // --no-scheduler.
         std::unique_ptr<timewheel::dq::scheduler> scheduler;
         bool scheduler_running = false;
         std::function<void()> after_scheduler; // the rest of the first thread's stop
-        if (parsed.settings.worker) {
+        const bool worker = parsed.settings.worker;
+        if (worker || parsed.settings.scheduler) {
             const auto opt = dispatch::options_from(parsed.settings);
-            server.set_result_sink(&router);
+            if (worker) {
+                server.set_result_sink(&router);
+            }
             const auto stop_within = parsed.settings.shutdown_timeout * 3 / 4;
             server.set_shard_hooks(
                 {.start =
-                     [&, opt](const api::shard_view& v) {
-                         // The execution log names the process and the thread that ran it.
-                         auto o = opt;
-                         o.worker_name = "timewheeld-" + std::to_string(::getpid()) + "-" +
-                                         std::to_string(v.index);
-                         dispatchers[v.index] = std::make_unique<dispatch::dispatcher>(
-                             v.io, v.store, o, service_metrics, router);
-                         dispatchers[v.index]->start();
+                     [&, opt, worker](const api::shard_view& v) {
+                         if (worker) {
+                             // The execution log names the process and the thread that ran it.
+                             auto o = opt;
+                             o.worker_name = "timewheeld-" + std::to_string(::getpid()) + "-" +
+                                             std::to_string(v.index);
+                             dispatchers[v.index] = std::make_unique<dispatch::dispatcher>(
+                                 v.io, v.store, o, service_metrics, router);
+                             dispatchers[v.index]->start();
+                         }
                          if (v.index == 0 && parsed.settings.scheduler) {
                              scheduler = std::make_unique<timewheel::dq::scheduler>(
                                  v.store, scheduler_options_from(parsed.settings, log));

@@ -298,8 +298,8 @@ const std::vector<option>& options() {
          "longer",
          millis(&settings::lease, "--lease-ms")},
         {"no-scheduler", "", "",
-         "materialise no schedules on this node (by default every node with a worker does: "
-         "the store makes each occurrence one task, whatever the number of nodes)",
+         "materialise no schedules on this node (by default every node does, with a worker "
+         "or not: the store makes each occurrence one task, whatever the number of nodes)",
          [](settings& s, std::string_view v) { s.scheduler = !truth("--no-scheduler", v); }},
         {"schedule-window-ms", "MS", "5000",
          "a schedule's occurrences become tasks this long before they are due (so that they "
