@@ -281,7 +281,9 @@ int main(int argc, char** argv) {
             redis::config cfg;
             cfg.port = port;
             cfg.health_check_interval = 0ms;
-            dq::redis_store store(io.get_executor(), cfg, {.name = "bench"});
+            dq::redis_store_options ro;
+            ro.name = "bench";
+            dq::redis_store store(io.get_executor(), cfg, ro);
             std::printf("dq::redis_store, 64 shards, %ld tasks\n", n);
             const auto base = now_of(io, store);
             const double before = a.used_memory();
