@@ -120,7 +120,8 @@ void finish_due(boost::asio::io_context& io, dq::store& s, long n, bool ok) {
     while (left > 0) {
         dq::claim_options o;
         o.worker = "bench";
-        o.batch = static_cast<std::size_t>(std::min(left, 1000L));
+        // A whole batch: Redis spreads it over the shards, and a small one may reach none.
+        o.batch = 1000;
         o.horizon = 0ms;
         std::optional<dq::claim_result> got;
         s.claim(o, [&](error_code ec, dq::claim_result r) {
@@ -129,7 +130,7 @@ void finish_due(boost::asio::io_context& io, dq::store& s, long n, bool ok) {
         });
         run_until(io, [&] { return got.has_value(); });
         if (got->tasks.empty()) {
-            break;
+            continue;
         }
         std::vector<dq::ack> acks;
         for (auto& t : got->tasks) {
@@ -204,6 +205,7 @@ void measure(boost::asio::io_context& io, dq::store& s, dq::time_point base) {
         q.descending = true;
         return list(q).entries.size();
     });
+    dq::task_counts last;
     timed("count_tasks", reps, [&] {
         std::optional<dq::task_counts> c;
         s.count_tasks([&](error_code ec, dq::task_counts r) {
@@ -211,8 +213,18 @@ void measure(boost::asio::io_context& io, dq::store& s, dq::time_point base) {
             c = r;
         });
         run_until(io, [&] { return c.has_value(); });
+        last = *c;
         return static_cast<std::size_t>(c->delayed);
     });
+    std::printf("  counts: delayed %llu, prefetched %llu, running %llu, finished %llu, dead %llu, "
+                "cancelled %llu, due now %llu\n",
+                static_cast<unsigned long long>(last.delayed),
+                static_cast<unsigned long long>(last.prefetched),
+                static_cast<unsigned long long>(last.running),
+                static_cast<unsigned long long>(last.finished),
+                static_cast<unsigned long long>(last.dead),
+                static_cast<unsigned long long>(last.cancelled),
+                static_cast<unsigned long long>(last.due_now));
 }
 
 dq::time_point now_of(boost::asio::io_context& io, dq::store& s) {
