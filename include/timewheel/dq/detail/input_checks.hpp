@@ -15,6 +15,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -31,6 +32,8 @@ inline constexpr std::size_t max_claim_batch = 100000;
 inline constexpr std::size_t max_dead_page = 10000;
 /// The most schedules in one page.
 inline constexpr std::size_t max_schedule_page = 1000;
+/// The most tasks in one page of store::list_tasks.
+inline constexpr std::size_t max_task_page = 1000;
 /// The longest lease token (the stores make 32 hex digits).
 inline constexpr std::size_t max_token_bytes = 64;
 /// The longest worker name a claim may carry (it goes to the execution log).
@@ -52,6 +55,15 @@ struct encoded_due {
     std::int64_t ms;
 };
 encoded_due encode_due(const due_time& due) noexcept;
+
+/// A listing's cursor: `<state digit><'a' or 'd'><key ms>.<id in hex>`, printable and safe
+/// in a URL, bound to the state and order it was made for.
+std::string encode_task_cursor(task_state state, bool descending, const task_position& pos);
+
+/// The position of a cursor made by encode_task_cursor for this state and order; nothing
+/// for anything else.
+std::optional<task_position> decode_task_cursor(std::string_view cursor, task_state state,
+                                                bool descending);
 
 /// zero_attempts or invalid_backoff.
 boost::system::error_code check_policy(const retry_policy& p);
