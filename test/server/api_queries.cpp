@@ -58,9 +58,16 @@ struct fixture {
             o.args.insert(o.args.end(), {"--store", ts::sqlite_store_url(dir)});
         }
         svc.emplace(o);
-        bad.respond([](const ts::recorded_request&) { return ts::reply{.status = 400}; });
-        hold.respond(
-            [](const ts::recorded_request&) { return ts::reply{.act = ts::reply::action::hang}; });
+        bad.respond([](const ts::recorded_request&) {
+            ts::reply r;
+            r.status = 400;
+            return r;
+        });
+        hold.respond([](const ts::recorded_request&) {
+            ts::reply r;
+            r.act = ts::reply::action::hang;
+            return r;
+        });
         base = std::chrono::floor<std::chrono::seconds>(std::chrono::system_clock::now() + 2h);
     }
 
@@ -199,8 +206,8 @@ void lists_counts_and_figures(bool sqlite) {
         BOOST_TEST((got == ids), state);
         BOOST_TEST(r.json().at("next_cursor").is_null());
     }
-    const auto dead = f.get("/v1/tasks?state=dead").json().at("entries").at(0);
-    BOOST_TEST(dead.at("attempt").as_int64() == 1);
+    const auto dead = f.get("/v1/tasks?state=dead").json().at("entries").as_array().at(0);
+    BOOST_TEST(dead.at("attempt").to_number<std::int64_t>() == 1);
     BOOST_TEST(!dead.at("last_error").is_null(), dead);
     BOOST_TEST(dead.at("callback").at("url").as_string() == f.bad.url("/bad"));
 
@@ -284,50 +291,51 @@ void lists_counts_and_figures(bool sqlite) {
     BOOST_TEST_REQUIRE(s.status == 200u, s);
     const auto st = s.json().as_object();
     const auto& counts = st.at("counts");
-    BOOST_TEST(counts.at("delayed").as_int64() == delayed_count, s);
-    BOOST_TEST(counts.at("prefetched").as_int64() == 0);
-    BOOST_TEST(counts.at("running").as_int64() == 1);
-    BOOST_TEST(counts.at("finished").as_int64() == 3);
-    BOOST_TEST(counts.at("dead").as_int64() == 2);
-    BOOST_TEST(counts.at("cancelled").as_int64() == 2);
-    BOOST_TEST(st.at("due_now").as_int64() == 0);
+    BOOST_TEST(counts.at("delayed").to_number<std::int64_t>() == delayed_count, s);
+    BOOST_TEST(counts.at("prefetched").to_number<std::int64_t>() == 0);
+    BOOST_TEST(counts.at("running").to_number<std::int64_t>() == 1);
+    BOOST_TEST(counts.at("finished").to_number<std::int64_t>() == 3);
+    BOOST_TEST(counts.at("dead").to_number<std::int64_t>() == 2);
+    BOOST_TEST(counts.at("cancelled").to_number<std::int64_t>() == 2);
+    BOOST_TEST(st.at("due_now").to_number<std::int64_t>() == 0);
     BOOST_TEST(st.at("oldest_due_age_ms").is_null());
     const auto& node = st.at("node");
-    BOOST_TEST(node.at("window_s").as_int64() == 300);
+    BOOST_TEST(node.at("window_s").to_number<std::int64_t>() == 300);
     BOOST_TEST(node.at("throughput").as_array().size() == 30u);
     std::int64_t fired = 0, succeeded = 0, failed = 0;
     for (const auto& b : node.at("throughput").as_array()) {
-        fired += b.at("fired").as_int64();
-        succeeded += b.at("succeeded").as_int64();
-        failed += b.at("failed").as_int64();
+        fired += b.at("fired").to_number<std::int64_t>();
+        succeeded += b.at("succeeded").to_number<std::int64_t>();
+        failed += b.at("failed").to_number<std::int64_t>();
     }
     BOOST_TEST(fired == 5); // the held one has not ended
     BOOST_TEST(succeeded == 3);
     BOOST_TEST(failed == 2);
-    BOOST_TEST(node.at("lateness_ms").at("count").as_int64() == 5);
+    BOOST_TEST(node.at("lateness_ms").at("count").to_number<std::int64_t>() == 5);
     BOOST_TEST(node.at("callbacks_per_second").as_double() > 0.0);
     const auto& hist = node.at("lateness_histogram").as_array();
     BOOST_TEST_REQUIRE(hist.size() == 17u);
     BOOST_TEST(hist.back().at("le_ms").is_null());
     std::int64_t in_hist = 0;
     for (const auto& b : hist) {
-        in_hist += b.at("count").as_int64();
+        in_hist += b.at("count").to_number<std::int64_t>();
     }
     BOOST_TEST(in_hist == 5);
     const auto& hosts = st.at("hosts").as_array();
     BOOST_TEST_REQUIRE(hosts.size() == 3u, s);
     const auto name = [](const ts::sink& k) { return "127.0.0.1:" + std::to_string(k.port()); };
     BOOST_TEST(hosts[0].at("host").as_string() == name(f.bad));
-    BOOST_TEST(hosts[0].at("failed").as_int64() == 2);
-    BOOST_TEST(hosts[0].at("last_error").as_string().find("400") != std::string::npos, s);
+    BOOST_TEST(hosts[0].at("failed").to_number<std::int64_t>() == 2);
+    BOOST_TEST(std::string(hosts[0].at("last_error").as_string()).find("400") != std::string::npos,
+               s);
     std::map<std::string, json::object> by_name;
     for (const auto& h : hosts) {
         by_name[std::string(h.at("host").as_string())] = h.as_object();
     }
-    BOOST_TEST(by_name[name(f.ok)].at("succeeded").as_int64() == 3);
-    BOOST_TEST(by_name[name(f.ok)].at("failed").as_int64() == 0);
+    BOOST_TEST(by_name[name(f.ok)].at("succeeded").to_number<std::int64_t>() == 3);
+    BOOST_TEST(by_name[name(f.ok)].at("failed").to_number<std::int64_t>() == 0);
     BOOST_TEST(by_name[name(f.ok)].at("last_error").is_null());
-    BOOST_TEST(by_name[name(f.hold)].at("in_flight").as_int64() == 1);
+    BOOST_TEST(by_name[name(f.hold)].at("in_flight").to_number<std::int64_t>() == 1);
 
     // The /metrics gauges, read once for a storm of scrapes.
     const auto metrics = f.get("/metrics");
