@@ -142,6 +142,28 @@ std::optional<task_position> decode_task_cursor(std::string_view c, task_state s
     return pos;
 }
 
+list_bounds bounds_of(const task_query& q, const std::optional<task_position>& from) {
+    const auto key = [](const std::optional<time_point>& t, std::int64_t none) {
+        return t ? t->time_since_epoch().count() : none;
+    };
+    const auto max_key = max_due.time_since_epoch().count() + 1;
+    list_bounds b;
+    if (!q.descending) {
+        b.start_key = key(q.after, -1);
+        b.end_key = key(q.before, max_key);
+    } else {
+        b.start_key = key(q.before, max_key);
+        b.end_key = key(q.after, 0);
+    }
+    // The cursor, when it is further along than the edge of the key range.
+    if (from && comes_before(task_position{time_point(duration(b.start_key)), b.start_id}, *from,
+                             q.descending)) {
+        b.start_key = from->key.time_since_epoch().count();
+        b.start_id = from->id;
+    }
+    return b;
+}
+
 std::string generate_id() {
     thread_local std::mt19937_64 rng = [] {
         std::random_device rd;
