@@ -192,7 +192,8 @@ void lists_counts_and_figures(bool sqlite) {
         const auto r = f.get("/v1/tasks?state=" + state + "&limit=1000");
         BOOST_TEST_REQUIRE(r.status == 200u, r);
         std::set<std::string> got;
-        for (const auto& e : r.json().at("entries").as_array()) {
+        const auto page = r.json(); // (a loop over a temporary's member would dangle)
+        for (const auto& e : page.at("entries").as_array()) {
             got.emplace(e.at("id").as_string());
             BOOST_TEST(e.at("state").as_string() == state);
             const bool ended = state == "cancelled" || state == "finished" || state == "dead";
@@ -204,7 +205,7 @@ void lists_counts_and_figures(bool sqlite) {
             }
         }
         BOOST_TEST((got == ids), state);
-        BOOST_TEST(r.json().at("next_cursor").is_null());
+        BOOST_TEST(page.at("next_cursor").is_null());
     }
     const auto dead = f.get("/v1/tasks?state=dead").json().at("entries").as_array().at(0);
     BOOST_TEST(dead.at("attempt").to_number<std::int64_t>() == 1);
