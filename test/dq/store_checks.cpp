@@ -17,6 +17,7 @@
 
 #include <boost/asio/io_context.hpp>
 
+#include <cctype>
 #include <optional>
 #include <string>
 #include <vector>
@@ -102,6 +103,20 @@ private:
         std::move(h)(error_code());
     }
 
+    // Records the decoded start, and answers with `next_` as the page's end.
+    void do_list_tasks(
+        dq::task_query q, std::optional<dq::task_position> from,
+        handler<void(error_code, dq::task_page, std::optional<dq::task_position>)> h) override {
+        calls.push_back("list_tasks");
+        listed.emplace_back(std::move(q), std::move(from));
+        std::move(h)(error_code(), dq::task_page{}, next_);
+    }
+
+public:
+    std::vector<std::pair<dq::task_query, std::optional<dq::task_position>>> listed;
+    std::optional<dq::task_position> next_;
+
+private:
     executor_type ex_;
 };
 
@@ -246,4 +261,67 @@ BOOST_FIXTURE_TEST_CASE(an_empty_batch_completes_at_once_without_the_store, fixt
     BOOST_TEST(!run([&](auto h) { store.acknowledge({}, std::move(h)); }));
     BOOST_TEST(!run([&](auto h) { store.release({}, std::move(h)); }));
     BOOST_TEST(store.calls.empty());
+}
+
+BOOST_FIXTURE_TEST_CASE(a_listing_cursor_carries_its_position_and_bad_input_never_reaches_the_store,
+                        fixture) {
+    // A page's end comes back as a cursor, which the next query hands the store decoded,
+    // whatever bytes the id holds.
+    const dq::task_position end{dq::time_point(dq::duration(1774746000123)),
+                                std::string("{a}\xff\x01.z", 6)};
+    store.next_ = end;
+    dq::task_query q;
+    q.state = dq::task_state::dead;
+    q.descending = true;
+    std::string cursor;
+    store.list_tasks(q, [&](error_code ec, dq::task_page p) {
+        BOOST_TEST(!ec);
+        cursor = p.cursor;
+    });
+    io.run();
+    BOOST_REQUIRE(!cursor.empty());
+    for (char c : cursor) {
+        BOOST_TEST((std::isalnum(static_cast<unsigned char>(c)) || c == '.'));
+    }
+    q.cursor = cursor;
+    store.next_.reset();
+    BOOST_TEST(!run([&](auto h) { store.list_tasks(q, std::move(h)); }));
+    BOOST_REQUIRE(store.listed.size() == 2u);
+    BOOST_TEST(!store.listed[0].second.has_value());
+    BOOST_REQUIRE(store.listed[1].second.has_value());
+    BOOST_TEST((*store.listed[1].second == end));
+    BOOST_TEST(store.listed[1].first.cursor.empty());
+
+    // Bad input: never reaches the store.
+    const auto listing = [&](dq::task_query bad) {
+        return run([&](auto h) { store.list_tasks(std::move(bad), std::move(h)); });
+    };
+    auto bad = q;
+    bad.limit = 0;
+    BOOST_TEST(listing(bad) == error_code(dq::error::invalid_argument));
+    bad.limit = dq::detail::max_task_page + 1;
+    BOOST_TEST(listing(bad) == error_code(dq::error::invalid_argument));
+    bad = q;
+    bad.state = dq::task_state::finished; // another state's cursor
+    BOOST_TEST(listing(bad) == error_code(dq::error::invalid_argument));
+    bad = q;
+    bad.descending = false; // another order's cursor
+    BOOST_TEST(listing(bad) == error_code(dq::error::invalid_argument));
+    bad = q;
+    bad.cursor = cursor.substr(0, 2) + "1." + std::string(2 * 17, 'a'); // an id over the limit
+    BOOST_TEST(listing(bad) == error_code(dq::error::invalid_argument));
+    bad = q;
+    bad.cursor.clear();
+    bad.after = dq::time_point(dq::duration(5));
+    bad.before = dq::time_point(dq::duration(5));
+    BOOST_TEST(listing(bad) == error_code(dq::error::invalid_argument));
+    bad.after.reset();
+    bad.before = dq::max_due + dq::duration(1);
+    BOOST_TEST(listing(bad) == error_code(dq::error::invalid_argument));
+    bad.before.reset();
+    bad.id_prefix.assign(17, 'x');
+    BOOST_TEST(listing(bad) == error_code(dq::error::id_too_long));
+    bad.id_prefix = std::string("a\0", 2);
+    BOOST_TEST(listing(bad) == error_code(dq::error::invalid_id));
+    BOOST_TEST(store.listed.size() == 2u);
 }

@@ -98,6 +98,14 @@ public:
     void list_tasks(task_query q, std::optional<task_position> from,
                     store::handler<void(error_code, task_page, std::optional<task_position>)> h);
     void count_tasks(store::handler<void(error_code, task_counts)> h);
+
+private:
+    // A page being gathered from the shards, in rounds (store_queries.cpp).
+    struct list_walk;
+    void list_round(std::shared_ptr<list_walk> w);
+    void list_read(std::shared_ptr<list_walk> w);
+
+public:
     void now(store::handler<void(error_code, time_point)> h);
 
 private:

@@ -27,159 +27,226 @@ namespace timewheel::dq::detail {
 using replies::ms;
 using replies::script_error;
 
+// What one shard gave so far: its entries past the page's start, in order, and how far that
+// is complete (`done`: everywhere, the shard ran out).
+struct shard_walk {
+    std::vector<task_position> got;
+    std::optional<task_position> horizon;
+    bool done = false;
+};
+
+struct redis_store_impl::list_walk {
+    task_query q;
+    list_bounds start;
+    bool filtered = false; // entries may be skipped (an id prefix, finished vs cancelled)
+    int round = 0;
+    std::vector<shard_walk> shards;
+    std::vector<std::size_t> asked; // the shards of the current round's calls
+    // (an optional: Boost 1.81's any_completion_handler recurses forever on move assignment)
+    std::optional<store::handler<void(error_code, task_page, std::optional<task_position>)>> h;
+    // The page once chosen: positions and their shards.
+    std::vector<std::pair<task_position, std::size_t>> page;
+    std::optional<task_position> next;
+};
+
 namespace {
 
-// How many entries a shard reads past the start for `limit` of them, when it may have to
-// skip some (an id prefix; finished and cancelled tasks share KDL): a short page beyond.
-std::size_t scan_of(const task_query& q) {
-    const bool filtered =
-        !q.id_prefix.empty() || q.state == task_state::finished || q.state == task_state::cancelled;
-    return filtered ? q.limit * 10 : q.limit;
-}
-
-struct candidate {
-    task_position pos;
-    std::size_t shard;
-};
+// The most rounds of calls for one page; then a short page with a cursor.
+constexpr int max_rounds = 4;
 
 } // namespace
 
 void redis_store_impl::list_tasks(
     task_query q, std::optional<task_position> from,
     store::handler<void(error_code, task_page, std::optional<task_position>)> h) {
-    const auto b = bounds_of(q, from);
+    auto w = std::make_shared<list_walk>();
+    w->start = bounds_of(q, from);
+    w->filtered =
+        !q.id_prefix.empty() || q.state == task_state::finished || q.state == task_state::cancelled;
+    w->q = std::move(q);
+    w->shards.resize(opt_.shards);
+    w->h.emplace(std::move(h));
+    list_round(std::move(w));
+}
+
+// One round: list_tasks.lua on each shard that may still hold entries of the page. The first
+// asks every shard for a few (tasks spread evenly over the shards by id: about limit/shards
+// each, and a margin); a later one asks those whose answer ends before the page does for a
+// whole page more. A filtered listing reads at most about 10 * limit entries a round in all.
+void redis_store_impl::list_round(std::shared_ptr<list_walk> w) {
+    const auto& q = w->q;
+    const bool desc = q.descending;
+    const std::size_t n = w->shards.size();
+    const std::size_t want = w->round == 0 ? std::min(q.limit, 3 * q.limit / n + 4) : q.limit;
+    const std::size_t scan = w->filtered ? std::max(want, (10 * q.limit + n - 1) / n) : want;
+    // The shards to ask: in the first round all; then those not done whose horizon comes
+    // before the page's last entry so far (they may hold entries of it).
+    std::vector<task_position> all;
+    for (const auto& s : w->shards) {
+        all.insert(all.end(), s.got.begin(), s.got.end());
+    }
+    std::sort(all.begin(), all.end(),
+              [desc](const auto& a, const auto& b) { return comes_before(a, b, desc); });
+    w->asked.clear();
+    for (std::size_t s = 0; s < n; ++s) {
+        const auto& sw = w->shards[s];
+        if (w->round == 0 || (!sw.done && (all.size() < q.limit ||
+                                           comes_before(*sw.horizon, all[q.limit - 1], desc)))) {
+            w->asked.push_back(s);
+        }
+    }
     auto st = std::make_shared<exec_state>();
-    for (std::size_t s = 0; s < opt_.shards; ++s) {
+    for (auto s : w->asked) {
+        const auto& sw = w->shards[s];
         call_args a;
         a.add(static_cast<std::int64_t>(q.state));
-        a.add(std::string_view(q.descending ? "1" : "0"));
-        a.add(b.start_key);
-        a.add(std::string_view(b.start_id));
-        a.add(b.end_key);
+        a.add(std::string_view(desc ? "1" : "0"));
+        if (sw.horizon) {
+            a.add(sw.horizon->key.time_since_epoch().count());
+            a.add(std::string_view(sw.horizon->id));
+        } else {
+            a.add(w->start.start_key);
+            a.add(std::string_view(w->start.start_id));
+        }
+        a.add(w->start.end_key);
         a.add(std::string_view(q.id_prefix));
-        a.add(static_cast<std::int64_t>(q.limit));
-        a.add(static_cast<std::int64_t>(scan_of(q)));
+        a.add(static_cast<std::int64_t>(want));
+        a.add(static_cast<std::int64_t>(scan));
         push_shard_script(st->req, scripts::list_tasks(), s, a);
     }
-    run(st, [self = shared_from_this(), h = std::move(h),
-             q = std::move(q)](error_code ec, redis::response& resp) mutable {
-        const bool desc = q.descending;
-        std::vector<candidate> all;
-        std::optional<task_position> complete_to; // the page is complete up to here
-        auto lower = [&](task_position p) {
-            if (!complete_to || comes_before(p, *complete_to, desc)) {
-                complete_to = std::move(p);
-            }
-        };
+    run(st, [self = shared_from_this(), w = std::move(w), want](error_code ec,
+                                                                redis::response& resp) mutable {
+        const bool desc = w->q.descending;
         try {
-            for (std::size_t s = 0; !ec && s < resp.size(); ++s) {
-                auto rep = resp[s];
+            for (std::size_t i = 0; !ec && i < w->asked.size(); ++i) {
+                auto rep = resp[i];
                 if (rep.is_error()) {
                     ec = script_error(rep);
                     break;
                 }
-                const std::size_t n = rep.size();
-                if (n < 3 || (n - 3) % 2 != 0) {
+                const std::size_t m = rep.size();
+                if (m < 3 || (m - 3) % 2 != 0) {
                     ec = error::store_error;
                     break;
                 }
-                for (std::size_t j = 3; j < n; j += 2) {
-                    all.push_back(
-                        {{ms(rep[j].as_integer()), std::string(rep[j + 1].as_string())}, s});
+                auto& sw = w->shards[w->asked[i]];
+                for (std::size_t j = 3; j < m; j += 2) {
+                    sw.got.push_back(
+                        {ms(rep[j].as_integer()), std::string(rep[j + 1].as_string())});
                 }
                 if (rep[0].as_integer() == 1) {
-                    lower({ms(rep[1].as_integer()), std::string(rep[2].as_string())});
-                } else if ((n - 3) / 2 >= q.limit) {
-                    lower(all.back().pos);
+                    sw.horizon =
+                        task_position{ms(rep[1].as_integer()), std::string(rep[2].as_string())};
+                } else if ((m - 3) / 2 >= want) {
+                    sw.horizon = sw.got.back();
+                } else {
+                    sw.done = true;
                 }
             }
         } catch (const std::exception&) {
             ec = error::store_error;
         }
         if (ec) {
-            return self->finish(std::move(h), ec, task_page{}, std::optional<task_position>());
+            return self->finish(std::move(*w->h), ec, task_page{}, std::optional<task_position>());
         }
-        std::sort(all.begin(), all.end(), [desc](const candidate& a, const candidate& b) {
-            return comes_before(a.pos, b.pos, desc);
-        });
-        std::size_t keep = 0;
-        while (keep < all.size() && keep < q.limit &&
-               (!complete_to || !comes_before(*complete_to, all[keep].pos, desc))) {
-            ++keep;
-        }
-        all.resize(keep);
-        std::optional<task_position> next;
-        if (keep == q.limit) {
-            next = all.back().pos;
-        } else if (complete_to) {
-            next = complete_to;
-        }
-        if (all.empty()) {
-            return self->finish(std::move(h), ec, task_page{}, std::move(next));
-        }
-        // The chosen tasks, read on their shards (one call each).
-        std::map<std::size_t, std::vector<std::size_t>> by_shard;
-        for (std::size_t i = 0; i < all.size(); ++i) {
-            by_shard[all[i].shard].push_back(i);
-        }
-        auto st2 = std::make_shared<exec_state>();
-        for (const auto& [shard, members] : by_shard) {
-            call_args a(members.size() + 1);
-            a.add(static_cast<std::int64_t>(q.state));
-            for (auto i : members) {
-                a.add(std::string_view(all[i].pos.id));
+        ++w->round;
+        // Complete up to the earliest horizon of a shard not done.
+        std::optional<task_position> complete_to;
+        for (const auto& sw : w->shards) {
+            if (!sw.done && (!complete_to || comes_before(*sw.horizon, *complete_to, desc))) {
+                complete_to = sw.horizon;
             }
-            self->push_shard_script(st2->req, scripts::task_entries(), shard, a);
         }
-        self->run(st2, [self, h = std::move(h), all = std::move(all),
-                        by_shard = std::move(by_shard), next = std::move(next),
-                        state = q.state](error_code ec, redis::response& resp) mutable {
-            std::vector<std::optional<task_page::entry>> got(all.size());
-            try {
-                std::size_t call = 0;
-                for (const auto& [shard, members] : by_shard) {
-                    if (ec) {
-                        break;
-                    }
-                    auto rep = resp[call++];
-                    if (rep.is_error()) {
-                        ec = script_error(rep);
-                        break;
-                    }
-                    if (rep.size() != members.size() * 5) {
-                        ec = error::store_error;
-                        break;
-                    }
-                    for (std::size_t k = 0; k < members.size(); ++k) {
-                        if (rep[5 * k].as_integer() != 1) {
-                            continue; // it moved since the first step: not on this page
-                        }
-                        task_page::entry e;
-                        e.id = all[members[k]].pos.id;
-                        e.state = state;
-                        e.key = all[members[k]].pos.key;
-                        e.due = ms(rep[5 * k + 1].as_integer());
-                        e.attempt = static_cast<std::uint32_t>(rep[5 * k + 2].as_integer());
-                        e.last_error = std::string(rep[5 * k + 3].as_string());
-                        e.payload = std::string(rep[5 * k + 4].as_string());
-                        got[members[k]] = std::move(e);
-                    }
+        std::vector<std::pair<task_position, std::size_t>> all;
+        for (std::size_t s = 0; s < w->shards.size(); ++s) {
+            for (const auto& p : w->shards[s].got) {
+                if (!complete_to || !comes_before(*complete_to, p, desc)) {
+                    all.emplace_back(p, s);
                 }
-            } catch (const std::exception&) {
-                ec = error::store_error;
             }
-            task_page page;
-            if (!ec) {
-                for (auto& e : got) {
-                    if (e) {
-                        page.entries.push_back(std::move(*e));
-                    }
-                }
-            } else {
-                next.reset();
-            }
-            self->finish(std::move(h), ec, std::move(page), std::move(next));
+        }
+        std::sort(all.begin(), all.end(), [desc](const auto& a, const auto& b) {
+            return comes_before(a.first, b.first, desc);
         });
+        const std::size_t limit = w->q.limit;
+        if (all.size() < limit && complete_to && w->round < max_rounds &&
+            !(w->filtered && w->round >= 2)) {
+            return self->list_round(std::move(w));
+        }
+        if (all.size() >= limit) {
+            all.resize(limit);
+            w->next = all.back().first;
+        } else {
+            w->next = complete_to;
+        }
+        w->page = std::move(all);
+        self->list_read(std::move(w));
+    });
+}
+
+// The chosen tasks, read on their shards (one call each): task_entries.lua.
+void redis_store_impl::list_read(std::shared_ptr<list_walk> w) {
+    if (w->page.empty()) {
+        return finish(std::move(*w->h), error_code(), task_page{}, std::move(w->next));
+    }
+    std::map<std::size_t, std::vector<std::size_t>> by_shard;
+    for (std::size_t i = 0; i < w->page.size(); ++i) {
+        by_shard[w->page[i].second].push_back(i);
+    }
+    auto st = std::make_shared<exec_state>();
+    for (const auto& [shard, members] : by_shard) {
+        call_args a(members.size() + 1);
+        a.add(static_cast<std::int64_t>(w->q.state));
+        for (auto i : members) {
+            a.add(std::string_view(w->page[i].first.id));
+        }
+        push_shard_script(st->req, scripts::task_entries(), shard, a);
+    }
+    run(st, [self = shared_from_this(), w = std::move(w),
+             by_shard = std::move(by_shard)](error_code ec, redis::response& resp) mutable {
+        std::vector<std::optional<task_page::entry>> got(w->page.size());
+        try {
+            std::size_t call = 0;
+            for (const auto& [shard, members] : by_shard) {
+                auto rep = resp[call++];
+                if (rep.is_error()) {
+                    ec = script_error(rep);
+                    break;
+                }
+                if (rep.size() != members.size() * 5) {
+                    ec = error::store_error;
+                    break;
+                }
+                for (std::size_t k = 0; k < members.size(); ++k) {
+                    if (rep[5 * k].as_integer() != 1) {
+                        continue; // it moved since the first step: not on this page
+                    }
+                    const auto& pos = w->page[members[k]].first;
+                    task_page::entry e;
+                    e.id = pos.id;
+                    e.state = w->q.state;
+                    e.key = pos.key;
+                    e.due = ms(rep[5 * k + 1].as_integer());
+                    e.attempt = static_cast<std::uint32_t>(rep[5 * k + 2].as_integer());
+                    e.last_error = std::string(rep[5 * k + 3].as_string());
+                    e.payload = std::string(rep[5 * k + 4].as_string());
+                    got[members[k]] = std::move(e);
+                }
+            }
+        } catch (const std::exception&) {
+            ec = error::store_error;
+        }
+        task_page page;
+        if (!ec) {
+            for (auto& e : got) {
+                if (e) {
+                    page.entries.push_back(std::move(*e));
+                }
+            }
+        } else {
+            w->next.reset();
+        }
+        self->finish(std::move(*w->h), ec, std::move(page), std::move(w->next));
     });
 }
 
