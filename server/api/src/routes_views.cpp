@@ -149,14 +149,28 @@ net::awaitable<response> list_tasks(api_context& ctx, std::string_view query) {
 }
 
 net::awaitable<response> stats(api_context& ctx) {
-    dq::task_counts c;
+    constexpr auto reuse_for = std::chrono::seconds(1);
+    std::optional<dq::task_counts> recent;
     {
+        std::lock_guard lock(ctx.gauges.mutex);
+        if (ctx.gauges.counts &&
+            std::chrono::steady_clock::now() - ctx.gauges.counted_at < reuse_for) {
+            recent = ctx.gauges.counts;
+        }
+    }
+    dq::task_counts c;
+    if (recent) {
+        c = *recent;
+    } else {
         timed t(ctx, "count_tasks");
         auto [ec, counts] = co_await ctx.queue.async_count_tasks(use_tuple);
         if (ec) {
             co_return store_error(ec);
         }
         c = counts;
+        std::lock_guard lock(ctx.gauges.mutex);
+        ctx.gauges.counted_at = std::chrono::steady_clock::now();
+        ctx.gauges.counts = c;
     }
     show_counts(ctx.metrics, c);
     std::optional<std::int64_t> oldest_age;

@@ -200,7 +200,9 @@ json::object task_entry_to_json(const dq::task_page::entry& e, const validation_
     json::object o;
     o["id"] = callback::valid_utf8(e.id);
     o["state"] = dq::to_string(e.state);
-    o["due_at"] = format_rfc3339(e.due);
+    // Redis does not keep a finished task's due time: unknown, not 1970.
+    o["due_at"] =
+        e.due == dq::time_point{} ? json::value(nullptr) : json::value(format_rfc3339(e.due));
     if (ended(e.state)) {
         o["ended_at"] = format_rfc3339(e.key);
     }

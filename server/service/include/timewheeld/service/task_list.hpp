@@ -47,7 +47,8 @@ task_list_request parse_task_list(const std::vector<std::pair<std::string, std::
 /// Whether `destination` ("host:port", destination_of()) passes the `host` filter.
 bool host_matches(std::string_view filter, std::string_view destination) noexcept;
 
-/// An entry of the list: id, state, due_at, ended_at (ended states), attempt, last_error,
+/// An entry of the list: id, state, due_at (null when the store does not keep it: a
+/// finished task on Redis), ended_at (ended states), attempt, last_error,
 /// callback {method, url} (null when the store no longer keeps it). Its destination is
 /// written into `destination` ("" when it has none).
 boost::json::object task_entry_to_json(const dq::task_page::entry& e,
