@@ -54,7 +54,7 @@ function form(f) {
     field('Id starts with', h('input', { type: 'search', name: 'id_prefix', value: f.id_prefix, id: 'id-prefix', spellcheck: 'false' })),
     field('Callback host', h('input', { type: 'search', name: 'host', value: f.host, placeholder: 'host:port', spellcheck: 'false' })),
     field('Per page', h('select', { name: 'limit' },
-      ['20', '50', '100', '500'].map((n) => h('option', { value: n, selected: n === f.limit }, n)))),
+      [...new Set(['20', '50', '100', '500', f.limit])].map((n) => h('option', { value: n, selected: n === f.limit }, n)))),
     h('button', { type: 'submit', id: 'search' }, 'Search'));
   el.addEventListener('submit', (ev) => {
     ev.preventDefault();
