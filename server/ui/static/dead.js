@@ -2,7 +2,7 @@
 // things an operator does with one: retry it now, or delete it.
 
 import { api, query, segment } from './api.js';
-import { confirmButton, h, relative, time } from './dom.js';
+import { confirmButton, h, put, relative, time } from './dom.js';
 import { describe, say } from './notice.js';
 
 export async function dead(root, ctx) {
@@ -21,7 +21,7 @@ export async function dead(root, ctx) {
     }
     ctx.reload();
   };
-  root.append(h('h1', {}, 'Dead letters'),
+  put(root, h('h1', {}, 'Dead letters'),
     entries.length === 0 ? h('p', { className: 'empty' }, 'No dead letters.') :
       h('table', { id: 'dead-table' },
         h('thead', {}, h('tr', {}, ['id', 'died', 'attempts', 'last error', ''].map((t) => h('th', {}, t)))),

@@ -28,6 +28,11 @@ export function h(tag, props, ...children) {
   return build(document.createElement(tag), props, children);
 }
 
+/** Appends children to `el` the same way (null, undefined and false are left out). */
+export function put(el, ...children) {
+  return build(el, {}, children);
+}
+
 /** An SVG element, the same way. */
 export function s(tag, props, ...children) {
   return build(document.createElementNS(SVG, tag), props, children);

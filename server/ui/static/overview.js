@@ -25,6 +25,15 @@ function counts(stats) {
       h('span', { className: 'label' }, 'oldest due task waits')));
 }
 
+// A bucket's upper bound, short: "5ms", "2.5s", "5min", "∞".
+function bound(ms) {
+  if (ms === null || ms === undefined) {
+    return '∞';
+  }
+  const n = Number(ms);
+  return n < 1000 ? `${n}ms` : n < 60000 ? `${n / 1000}s` : `${n / 60000}min`;
+}
+
 // A bar chart of the lateness histogram: one bar per bucket, labelled with its upper bound.
 function histogram(node) {
   const buckets = Array.isArray(node.lateness_histogram) ? node.lateness_histogram : [];
@@ -32,6 +41,7 @@ function histogram(node) {
   const W = 560, H = 180, pad = 28;
   const max = Math.max(1, ...buckets.map((b) => Number(b.count) || 0));
   const bw = buckets.length ? (W - 2 * pad) / buckets.length : 0;
+  const every = Math.ceil(buckets.length / 12); // labels that fit side by side
   const chart = s('svg', { viewBox: `0 0 ${W} ${H}`, className: 'chart', role: 'img',
                            'aria-label': 'lateness histogram' },
     s('line', { x1: pad, y1: H - pad, x2: W - pad, y2: H - pad, className: 'axis' }),
@@ -39,15 +49,15 @@ function histogram(node) {
       const n = Number(b.count) || 0;
       const bh = ((H - 2 * pad) * n) / max;
       const x = pad + i * bw;
-      const label = b.le_ms === null ? '∞' : `≤${b.le_ms}`;
+      const label = bound(b.le_ms);
       return s('g', {},
         s('rect', { x: x + 2, y: H - pad - bh, width: Math.max(1, bw - 4), height: bh, className: 'bar' },
-          s('title', {}, `${label} ms: ${n}`)),
-        s('text', { x: x + bw / 2, y: H - pad + 14, className: 'tick' }, label),
+          s('title', {}, `≤ ${label}: ${n}`)),
+        i % every === 0 || b.le_ms === null ? s('text', { x: x + bw / 2, y: H - pad + 14, className: 'tick' }, label) : null,
         n ? s('text', { x: x + bw / 2, y: H - pad - bh - 4, className: 'tick' }, n) : null);
     }));
   return h('section', { className: 'panel', id: 'lateness' },
-    h('h2', {}, 'Lateness of callbacks (ms after due)'),
+    h('h2', {}, 'Lateness of callbacks (how long after due they fired)'),
     h('p', { className: 'figures' },
       `p50 ${duration(l.p50)} · p90 ${duration(l.p90)} · p99 ${duration(l.p99)} · max ${duration(l.max)} · ${Number(l.count ?? 0)} callbacks`),
     buckets.length ? chart : h('p', { className: 'empty' }, 'No callbacks yet.'));

@@ -2,7 +2,7 @@
 // next occurrence and its counts, and the actions on it: pause, resume, trigger now.
 
 import { api, query, segment } from './api.js';
-import { h, relative, time } from './dom.js';
+import { h, put, relative, time } from './dom.js';
 import { describe, say } from './notice.js';
 
 function rule(sc) {
@@ -28,7 +28,7 @@ export async function schedules(root, ctx) {
     }
     ctx.reload();
   };
-  root.append(h('h1', {}, 'Schedules'),
+  put(root, h('h1', {}, 'Schedules'),
     entries.length === 0 ? h('p', { className: 'empty' }, 'No schedules.') :
       h('table', { id: 'schedule-table' },
         h('thead', {}, h('tr', {}, ['id', 'rule', 'callback', 'next', 'occurrences', 'state', ''].map((t) => h('th', {}, t)))),

@@ -5,7 +5,7 @@
 // delete a dead letter.
 
 import { api, segment } from './api.js';
-import { badge, confirmButton, duration, h, relative, time } from './dom.js';
+import { badge, confirmButton, duration, h, put, relative, time } from './dom.js';
 import { describe, say, sayNext } from './notice.js';
 
 const HIDDEN = '•••';
@@ -116,7 +116,7 @@ export async function task(root, ctx) {
   if (!ctx.current()) {
     return;
   }
-  root.append(
+  put(root, 
     h('p', { className: 'crumbs' }, h('a', { href: `#/tasks?state=${encodeURIComponent(t.state)}` }, `← ${t.state} tasks`)),
     h('h1', {}, 'Task ', h('code', { id: 'task-id' }, t.id)),
     actions(t, ctx),

@@ -5,7 +5,7 @@
 // next cursor (the store bounded its scan): "Next" goes on.
 
 import { api, query } from './api.js';
-import { badge, h, relative, time } from './dom.js';
+import { badge, h, put, relative, time } from './dom.js';
 import { describe } from './notice.js';
 import { STATES } from './overview.js';
 
@@ -94,7 +94,7 @@ export async function tasks(root, ctx) {
   const status = h('p', { className: 'paging-status', id: 'task-status' });
   const prev = h('button', { type: 'button', id: 'prev-page', disabled: true }, '← Previous');
   const next = h('button', { type: 'button', id: 'next-page', disabled: true }, 'Next →');
-  root.append(
+  put(root, 
     h('h1', {}, 'Tasks'),
     form(f),
     h('table', { className: 'tasks', id: 'task-table' },
