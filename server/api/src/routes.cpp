@@ -6,8 +6,8 @@
 // a JSON body), then its path and method to the endpoint, and the answers every endpoint
 // shares (JSON, the store's errors). The endpoints themselves live by resource in
 // routes_tasks.cpp, routes_dead.cpp, routes_schedules.cpp and routes_probes.cpp (and the
-// dashboard's files in routes_ui.cpp), so that
-// reading one resource's behaviour does not mean reading the others'.
+// dashboard's files in routes_ui.cpp), so that reading one resource's behaviour does not
+// mean reading the others'.
 //
 #include "routes.hpp"
 
