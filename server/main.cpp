@@ -12,6 +12,7 @@
 #include <timewheeld/dispatch/dispatcher.hpp>
 #include <timewheeld/service/log.hpp>
 #include <timewheeld/service/metrics.hpp>
+#include <timewheeld/service/node_stats.hpp>
 #include <timewheeld/service/settings.hpp>
 #include <timewheeld/service/store.hpp>
 
@@ -76,7 +77,11 @@ int main(int argc, char** argv) {
     service::logger log(parsed.settings.log_level);
     try {
         service::metrics_registry metrics;
+        // This node's callback figures (GET /v1/stats): each thread's dispatcher records
+        // into its shard, the API reads. Before the server: it outlives every user.
+        service::node_stats node_stats(parsed.settings.threads);
         api::server server(parsed.settings, metrics, log);
+        server.set_node_stats(&node_stats);
         // Declared after the server: destroyed first, while the io_contexts and stores
         // they run on still exist. Each is made, used and stopped on its own thread.
         namespace dispatch = timewheeld::dispatch;
@@ -109,7 +114,7 @@ int main(int argc, char** argv) {
                          o.worker_name = "timewheeld-" + std::to_string(::getpid()) + "-" +
                                          std::to_string(v.index);
                          dispatchers[v.index] = std::make_unique<dispatch::dispatcher>(
-                             v.io, v.store, o, service_metrics, router);
+                             v.io, v.store, o, service_metrics, router, &node_stats, v.index);
                          dispatchers[v.index]->start();
                          if (v.index == 0 && parsed.settings.scheduler) {
                              scheduler = std::make_unique<timewheel::dq::scheduler>(

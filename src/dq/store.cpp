@@ -85,6 +85,85 @@ error_code check_leases(const std::vector<lease_ref>& leases, const limits& lim)
     return {};
 }
 
+std::string encode_task_cursor(task_state state, bool descending, const task_position& pos) {
+    static constexpr char hex[] = "0123456789abcdef";
+    std::string c;
+    c.reserve(24 + 2 * pos.id.size());
+    c += char('0' + static_cast<int>(state));
+    c += descending ? 'd' : 'a';
+    c += std::to_string(pos.key.time_since_epoch().count());
+    c += '.';
+    for (unsigned char b : pos.id) {
+        c += hex[b >> 4];
+        c += hex[b & 15];
+    }
+    return c;
+}
+
+std::optional<task_position> decode_task_cursor(std::string_view c, task_state state,
+                                                bool descending) {
+    if (c.size() < 4 || c[0] != char('0' + static_cast<int>(state)) ||
+        c[1] != (descending ? 'd' : 'a')) {
+        return std::nullopt;
+    }
+    const auto dot = c.find('.', 2);
+    if (dot == std::string_view::npos || dot == 2 || dot > 2 + 15) {
+        return std::nullopt;
+    }
+    std::int64_t key = 0;
+    for (std::size_t i = 2; i < dot; ++i) {
+        if (c[i] < '0' || c[i] > '9') {
+            return std::nullopt;
+        }
+        key = key * 10 + (c[i] - '0');
+    }
+    const auto hex = c.substr(dot + 1);
+    if (key > max_due.time_since_epoch().count() || hex.empty() || hex.size() % 2 != 0) {
+        return std::nullopt;
+    }
+    auto nibble = [](char x) -> int {
+        if (x >= '0' && x <= '9') {
+            return x - '0';
+        }
+        if (x >= 'a' && x <= 'f') {
+            return x - 'a' + 10;
+        }
+        return -1;
+    };
+    task_position pos{time_point(duration(key)), std::string(hex.size() / 2, '\0')};
+    for (std::size_t i = 0; i < pos.id.size(); ++i) {
+        const int hi = nibble(hex[2 * i]);
+        const int lo = nibble(hex[2 * i + 1]);
+        if (hi < 0 || lo < 0) {
+            return std::nullopt;
+        }
+        pos.id[i] = static_cast<char>(hi * 16 + lo);
+    }
+    return pos;
+}
+
+list_bounds bounds_of(const task_query& q, const std::optional<task_position>& from) {
+    const auto key = [](const std::optional<time_point>& t, std::int64_t none) {
+        return t ? t->time_since_epoch().count() : none;
+    };
+    const auto max_key = max_due.time_since_epoch().count() + 1;
+    list_bounds b;
+    if (!q.descending) {
+        b.start_key = key(q.after, -1);
+        b.end_key = key(q.before, max_key);
+    } else {
+        b.start_key = key(q.before, max_key);
+        b.end_key = key(q.after, 0);
+    }
+    // The cursor, when it is further along than the edge of the key range.
+    if (from && comes_before(task_position{time_point(duration(b.start_key)), b.start_id}, *from,
+                             q.descending)) {
+        b.start_key = from->key.time_since_epoch().count();
+        b.start_id = from->id;
+    }
+    return b;
+}
+
 std::string generate_id() {
     thread_local std::mt19937_64 rng = [] {
         std::random_device rd;
@@ -186,6 +265,56 @@ void store::delete_dead(std::string id, handler<void(error_code)> h) {
         return refuse(*this, std::move(h), ec);
     }
     do_delete_dead(std::move(id), std::move(h));
+}
+
+void store::list_tasks(task_query q, handler<void(error_code, task_page)> h) {
+    const auto& lim = get_limits();
+    const auto in_range = [](const std::optional<time_point>& t) {
+        return !t || (*t >= time_point{} && *t <= max_due);
+    };
+    std::optional<task_position> from;
+    error_code ec;
+    if (q.limit == 0 || q.limit > detail::max_task_page || !in_range(q.after) ||
+        !in_range(q.before) || (q.after && q.before && *q.after >= *q.before) ||
+        static_cast<int>(q.state) > static_cast<int>(task_state::cancelled)) {
+        ec = error::invalid_argument;
+    } else if (q.id_prefix.size() > lim.max_id_bytes) {
+        ec = error::id_too_long;
+    } else if (q.id_prefix.find('\0') != std::string::npos) {
+        ec = error::invalid_id;
+    } else if (!q.cursor.empty()) {
+        from = detail::decode_task_cursor(q.cursor, q.state, q.descending);
+        if (!from || detail::check_id(from->id, lim)) {
+            ec = error::invalid_argument;
+        }
+    }
+    if (ec) {
+        return refuse(*this, std::move(h), ec);
+    }
+    q.cursor.clear();
+    const auto state = q.state;
+    const bool descending = q.descending;
+    do_list_tasks(std::move(q), std::move(from),
+                  [h = std::move(h), state, descending](error_code ec, task_page page,
+                                                        std::optional<task_position> next) mutable {
+                      if (!ec && next) {
+                          page.cursor = detail::encode_task_cursor(state, descending, *next);
+                      }
+                      std::move(h)(ec, std::move(page));
+                  });
+}
+
+void store::count_tasks(handler<void(error_code, task_counts)> h) {
+    do_count_tasks(std::move(h));
+}
+
+void store::do_list_tasks(task_query, std::optional<task_position>,
+                          handler<void(error_code, task_page, std::optional<task_position>)> h) {
+    refuse(*this, std::move(h), boost::asio::error::operation_not_supported);
+}
+
+void store::do_count_tasks(handler<void(error_code, task_counts)> h) {
+    refuse(*this, std::move(h), boost::asio::error::operation_not_supported);
 }
 
 namespace {

@@ -2,24 +2,30 @@
 // test/server/api_units.cpp
 //
 // The pieces of timewheeld's API that need no server: RFC 3339 times both ways, the
-// metrics registry's text format, the settings from flags and environment, and the store
-// URL's refusals.
+// metrics registry's text format, the settings from flags and environment, the store
+// URL's refusals, this node's callback figures over their window (against a model, from
+// several threads), and the parameters of GET /v1/tasks.
 //
 #define BOOST_TEST_MODULE server_api_units
 #include <boost/test/unit_test.hpp>
 
 #include <timewheeld/service/metrics.hpp>
+#include <timewheeld/service/node_stats.hpp>
 #include <timewheeld/service/settings.hpp>
 #include <timewheeld/service/store.hpp>
 #include <timewheeld/service/task_json.hpp>
+#include <timewheeld/service/task_list.hpp>
 
 #include <boost/asio/any_io_executor.hpp>
 #include <boost/asio/io_context.hpp>
 
 #include <stdlib.h>
 
+#include <algorithm>
 #include <filesystem>
 #include <map>
+#include <random>
+#include <set>
 #include <stdexcept>
 #include <string>
 #include <thread>
@@ -169,5 +175,273 @@ BOOST_AUTO_TEST_CASE(store_urls_that_are_refused) {
          {"sqlite", "http://127.0.0.1:6379", "redis://", "redis://:6379", "redis://127.0.0.1:0",
           "redis://127.0.0.1:99999", "redis://127.0.0.1:6379/a{b}"}) {
         BOOST_CHECK_THROW(service::make_store(bad, io.get_executor()), std::invalid_argument);
+    }
+}
+
+// --- This node's callback figures (node_stats) ----------------------------------------------
+
+namespace {
+
+using sys = std::chrono::system_clock;
+
+// A time `s` seconds into a day that starts on a bucket boundary.
+sys::time_point at(double s) {
+    return sys::time_point(std::chrono::seconds(1'800'000'000)) +
+           std::chrono::duration_cast<sys::duration>(std::chrono::duration<double>(s));
+}
+
+} // namespace
+
+BOOST_AUTO_TEST_CASE(node_figures_count_the_window_and_forget_what_left_it) {
+    service::node_stats stats(2, {}, at(0));
+    stats[0].attempt(true, 3ms, at(1));
+    stats[1].attempt(false, 700ms, at(5));
+    stats[0].attempt(true, 40ms, at(12));
+    auto f = stats.read(at(15));
+    BOOST_TEST(f.window.count() == 300);
+    BOOST_TEST_REQUIRE(f.throughput.size() == 30u);
+    // Oldest first: the newest bucket holds 12 s, the one before it 1 s and 5 s.
+    BOOST_TEST(f.throughput[29].fired == 1u);
+    BOOST_TEST(f.throughput[28].fired == 2u);
+    BOOST_TEST(f.throughput[28].succeeded == 1u);
+    BOOST_TEST(f.throughput[28].failed == 1u);
+    BOOST_TEST((f.throughput[29].at == at(10)));
+    BOOST_TEST((f.throughput[0].at == at(10 - 290)));
+    BOOST_TEST(f.lateness_count == 3u);
+    BOOST_TEST(f.lateness_max.count() == 700);
+    // 15 s up: 3 callbacks in 15 s.
+    BOOST_TEST(f.callbacks_per_second == 0.2, boost::test_tools::tolerance(1e-9));
+    // Bucket upper bounds: 3 ms is in (2, 5], 40 ms in (25, 50], 700 ms in (500, 1000] and
+    // shown as the max, not the bound.
+    BOOST_TEST(f.lateness_quantile(0.3).count() == 5);
+    BOOST_TEST(f.lateness_quantile(0.5).count() == 50);
+    BOOST_TEST(f.lateness_quantile(0.99).count() == 700);
+    BOOST_TEST(f.lateness[2] == 1u);
+
+    // 300 s later the first two have left the window; the third leaves 10 s after.
+    f = stats.read(at(305));
+    BOOST_TEST(f.lateness_count == 1u);
+    BOOST_TEST(f.throughput[0].fired == 1u);
+    f = stats.read(at(315));
+    BOOST_TEST(f.lateness_count == 0u);
+    BOOST_TEST(f.lateness_quantile(0.5).count() == 0);
+    // A bucket written again after a long silence starts from zero.
+    stats[0].attempt(true, 1ms, at(1000));
+    f = stats.read(at(1001));
+    BOOST_TEST(f.lateness_count == 1u);
+    BOOST_TEST(f.throughput[29].fired == 1u);
+}
+
+BOOST_AUTO_TEST_CASE(node_figures_per_destination_keep_failures_errors_and_back_offs) {
+    service::node_stats stats(1, {.max_error_bytes = 12}, at(0));
+    auto a = stats.call_started("a.example:443");
+    auto b = stats.call_started("b.example:80");
+    auto b2 = stats.call_started("b.example:80");
+    auto f = stats.read(at(1));
+    BOOST_TEST_REQUIRE(f.hosts.size() == 2u);
+    BOOST_TEST(f.hosts[0].name == "b.example:80"); // more in flight, no failure yet
+    BOOST_TEST(f.hosts[0].in_flight == 2u);
+    stats.call_ended(a);
+    stats.call_ended(b);
+    stats.call_ended(b2);
+    stats.host_outcome(a, false,
+                       "HTTP 500 fr\xc3\xa9"
+                       "d",
+                       at(2)); // cut before the é
+    stats.host_outcome(b, true, "", at(2));
+    stats.host_deferred(b2, 5000ms, at(2));
+    f = stats.read(at(3));
+    BOOST_TEST_REQUIRE(f.hosts.size() == 2u);
+    BOOST_TEST(f.hosts[0].name == "a.example:443"); // the most failed first
+    BOOST_TEST(f.hosts[0].failed == 1u);
+    BOOST_TEST(f.hosts[0].in_flight == 0u);
+    BOOST_TEST(f.hosts[0].last_error.value_or("") == "HTTP 500 fr");
+    BOOST_TEST(f.hosts[1].succeeded == 1u);
+    BOOST_TEST(f.hosts[1].backing_off == 1u);
+    BOOST_TEST(!f.hosts[1].last_error);
+    // The back-off ends 5 s after it began; then the window empties, and so does the list.
+    BOOST_TEST(stats.read(at(8)).hosts[1].backing_off == 0u);
+    BOOST_TEST(stats.read(at(400)).hosts.empty());
+}
+
+BOOST_AUTO_TEST_CASE(node_figures_keep_at_most_max_hosts_and_never_evict_a_call_under_way) {
+    service::node_stats stats(1, {.max_hosts = 3}, at(0));
+    const auto held = stats.call_started("held:1"); // under way throughout
+    for (int i = 0; i < 100; ++i) {
+        const auto h = stats.call_started("h" + std::to_string(i) + ":80");
+        BOOST_TEST_REQUIRE(static_cast<bool>(h));
+        stats.call_ended(h);
+        stats.host_outcome(h, false, "x", at(1));
+    }
+    const auto f = stats.read(at(2));
+    BOOST_TEST_REQUIRE(f.hosts.size() == 3u);
+    std::set<std::string> names;
+    for (const auto& h : f.hosts) {
+        names.insert(h.name);
+    }
+    BOOST_TEST((names == std::set<std::string>{"held:1", "h98:80", "h99:80"}));
+    // Every entry held by a call: no room, the call goes uncounted.
+    const auto b = stats.call_started("b:1");
+    const auto c = stats.call_started("c:1");
+    BOOST_TEST(!stats.call_started("d:1"));
+    stats.call_ended(held);
+    stats.host_outcome(held, true, "", at(3));
+    stats.call_ended(b);
+    stats.call_ended(c);
+}
+
+BOOST_AUTO_TEST_CASE(node_figures_from_several_threads_match_a_model) {
+    // Four threads record random attempts at random times; the merged window must hold
+    // exactly what a plain count of the same events says.
+    constexpr int threads = 4;
+    constexpr int per_thread = 2000;
+    service::node_stats stats(threads, {}, at(0));
+    struct event {
+        double t;
+        bool ok;
+        int late_ms;
+    };
+    std::vector<std::vector<event>> events(threads);
+    std::mt19937 rng(29);
+    for (auto& evs : events) {
+        for (int i = 0; i < per_thread; ++i) {
+            evs.push_back({std::uniform_real_distribution<double>(0, 600)(rng), rng() % 3 != 0,
+                           static_cast<int>(rng() % 20000)});
+        }
+        std::sort(evs.begin(), evs.end(), [](auto& a, auto& b) { return a.t < b.t; });
+    }
+    std::vector<std::thread> workers;
+    for (int w = 0; w < threads; ++w) {
+        workers.emplace_back([&, w] {
+            for (const auto& e : events[w]) {
+                stats[w].attempt(e.ok, std::chrono::milliseconds(e.late_ms), at(e.t));
+                const auto h = stats.call_started("host" + std::to_string(e.late_ms % 7) + ":80");
+                stats.call_ended(h);
+                // The destinations' table is shared by the threads, whose clocks go
+                // forward together in the service; here they would not: one time for all.
+                stats.host_outcome(h, e.ok, "e", at(600));
+            }
+        });
+    }
+    for (auto& t : workers) {
+        t.join();
+    }
+    // Read at 605 s: the newest bucket is [600, 610), the oldest of the 30 [310, 320).
+    const auto f = stats.read(at(605));
+    const double oldest = 310;
+    std::uint64_t fired = 0, ok = 0, lateness_max = 0;
+    std::map<std::string, std::uint64_t> failed_by_host;
+    for (const auto& evs : events) {
+        for (const auto& e : evs) {
+            if (e.t >= oldest) {
+                ++fired;
+                ok += e.ok ? 1 : 0;
+                lateness_max = std::max<std::uint64_t>(lateness_max, e.late_ms);
+            }
+            failed_by_host["host" + std::to_string(e.late_ms % 7) + ":80"] += e.ok ? 0 : 1;
+        }
+    }
+    std::uint64_t got_fired = 0, got_ok = 0;
+    for (const auto& b : f.throughput) {
+        got_fired += b.fired;
+        got_ok += b.succeeded;
+        BOOST_TEST(b.fired == b.succeeded + b.failed);
+    }
+    BOOST_TEST(got_fired == fired);
+    BOOST_TEST(got_ok == ok);
+    BOOST_TEST(f.lateness_count == fired);
+    BOOST_TEST(static_cast<std::uint64_t>(f.lateness_max.count()) == lateness_max);
+    BOOST_TEST_REQUIRE(f.hosts.size() == failed_by_host.size());
+    for (const auto& h : f.hosts) {
+        BOOST_TEST(h.failed == failed_by_host[h.name], h.name);
+        BOOST_TEST(h.in_flight == 0u);
+    }
+}
+
+BOOST_AUTO_TEST_CASE(a_callback_url_names_its_destination_as_host_and_port) {
+    std::string out;
+    const std::pair<const char*, const char*> good[] = {
+        {"http://Example.COM/x", "example.com:80"},
+        {"https://example.com?q", "example.com:443"},
+        {"http://127.0.0.1:8080/hook", "127.0.0.1:8080"},
+        {"HTTPS://[::1]:9443/a", "[::1]:9443"},
+        {"http://[fe80::1]#f", "[fe80::1]:80"},
+        {"http://h:/", "h:80"},
+    };
+    for (const auto& [url, want] : good) {
+        BOOST_TEST_REQUIRE(service::destination_of(url, out), url);
+        BOOST_TEST(out == want);
+    }
+    for (const char* bad :
+         {"ftp://h/", "http://", "http://u@h/", "http://h:x/", "http://[::1/", "//h/", "h:80"}) {
+        BOOST_TEST(!service::destination_of(bad, out), bad);
+    }
+    BOOST_TEST(service::host_matches("", "a:1"));
+    BOOST_TEST(service::host_matches("a", "a:1"));
+    BOOST_TEST(service::host_matches("a:1", "a:1"));
+    BOOST_TEST(!service::host_matches("a:2", "a:1"));
+    BOOST_TEST(!service::host_matches("b", "ab:1"));
+    BOOST_TEST(service::host_matches("[::1]", "[::1]:80"));
+    BOOST_TEST(!service::host_matches("a", ""));
+}
+
+BOOST_AUTO_TEST_CASE(task_list_parameters_are_checked_one_by_one) {
+    using params = std::vector<std::pair<std::string, std::string>>;
+    const service::validation_limits limits;
+    const auto r = service::parse_task_list({{"state", "delayed"},
+                                             {"due_after", "2026-11-26T01:00:00+01:00"},
+                                             {"due_before", "2026-11-26T01:00:00.5Z"},
+                                             {"id_prefix", "order-"},
+                                             {"host", "Example.com:8080"},
+                                             {"limit", "1000"},
+                                             {"cursor", "opaque"}},
+                                            limits);
+    BOOST_TEST((r.query.state == dq::task_state::delayed));
+    BOOST_TEST(!r.query.descending); // soonest first by default
+    BOOST_TEST((*r.query.after == service::parse_rfc3339("2026-11-26T00:00:00Z")));
+    BOOST_TEST((*r.query.before == service::parse_rfc3339("2026-11-26T01:00:00.500Z")));
+    BOOST_TEST(r.query.id_prefix == "order-");
+    BOOST_TEST(r.host == "example.com:8080");
+    BOOST_TEST(r.query.limit == 1000u);
+    BOOST_TEST(r.query.cursor == "opaque");
+    // Ended states: newest first by default, and their own range.
+    const auto d = service::parse_task_list(
+        {{"state", "dead"}, {"ended_after", "2026-11-26T00:00:00Z"}}, limits);
+    BOOST_TEST(d.query.descending);
+    BOOST_TEST(d.query.limit == 100u);
+    BOOST_TEST(d.query.after.has_value());
+    BOOST_TEST(!service::parse_task_list({{"state", "finished"}, {"order", "asc"}}, limits)
+                    .query.descending);
+
+    const std::pair<params, const char*> bad[] = {
+        {{}, "state"},
+        {{{"state", "waiting"}}, "state"},
+        {{{"state", "delayed"}, {"sort", "x"}}, "sort"},
+        {{{"state", "delayed"}, {"state", "dead"}}, "state"},
+        {{{"state", "delayed"}, {"order", "up"}}, "order"},
+        {{{"state", "delayed"}, {"ended_after", "2026-11-26T00:00:00Z"}}, "ended_after"},
+        {{{"state", "cancelled"}, {"due_before", "2026-11-26T00:00:00Z"}}, "due_before"},
+        {{{"state", "running"}, {"due_after", "yesterday"}}, "due_after"},
+        {{{"state", "running"},
+          {"due_after", "2026-11-26T00:00:00Z"},
+          {"due_before", "2026-11-26T00:00:00Z"}},
+         "due_before"},
+        {{{"state", "delayed"}, {"limit", "0"}}, "limit"},
+        {{{"state", "delayed"}, {"limit", "1001"}}, "limit"},
+        {{{"state", "delayed"}, {"limit", "10x"}}, "limit"},
+        {{{"state", "delayed"}, {"limit", ""}}, "limit"},
+        {{{"state", "delayed"}, {"host", ""}}, "host"},
+        {{{"state", "delayed"}, {"host", "http://a/"}}, "host"},
+        {{{"state", "delayed"}, {"id_prefix", std::string(257, 'x')}}, "id_prefix"},
+        {{{"state", "delayed"}, {"id_prefix", std::string("a\0b", 3)}}, "id_prefix"},
+        {{{"state", "delayed"}, {"due_after", "1969-12-31T23:59:59Z"}}, "due_after"},
+    };
+    for (const auto& [p, field] : bad) {
+        try {
+            service::parse_task_list(p, limits);
+            BOOST_ERROR("accepted, expected a refusal naming " << field);
+        } catch (const service::invalid_field& e) {
+            BOOST_TEST(e.field() == field, e.what());
+        }
     }
 }

@@ -147,6 +147,31 @@ public:
             std::forward<Token>(token), [](dq::store& s, auto h) { s.earliest_due(std::move(h)); });
     }
 
+    /// A page of the tasks of one state (see task_query); pass the page's cursor back in
+    /// the next query for the next one.
+    /**
+     * @par Completion Signature
+     * @code void(boost::system::error_code ec, task_page page) @endcode
+     * Bad input (store::list_tasks lists it) fails with the dq::error that names it.
+     */
+    template <typename Token = boost::asio::default_completion_token_t<executor_type>>
+    auto async_list_tasks(task_query q, Token&& token = {}) {
+        return initiate<void(boost::system::error_code, task_page)>(
+            std::forward<Token>(token),
+            [](dq::store& s, auto h, task_query q) { s.list_tasks(std::move(q), std::move(h)); },
+            std::move(q));
+    }
+
+    /// How many tasks each state holds, how many delayed ones are due now, and the earliest
+    /// due time: see store::count_tasks(). For monitoring.
+    /** @par Completion Signature
+     * @code void(boost::system::error_code ec, task_counts counts) @endcode */
+    template <typename Token = boost::asio::default_completion_token_t<executor_type>>
+    auto async_count_tasks(Token&& token = {}) {
+        return initiate<void(boost::system::error_code, task_counts)>(
+            std::forward<Token>(token), [](dq::store& s, auto h) { s.count_tasks(std::move(h)); });
+    }
+
     // --- Schedules (docs/dq.md, "Schedules"; dq::scheduler materialises them) -------------
 
     /// Stores a recurring schedule, or finds one with its id and the same spec.

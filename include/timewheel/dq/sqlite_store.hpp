@@ -181,6 +181,11 @@ private:
                    handler<void(boost::system::error_code, std::vector<ack_result>)> h) override;
     void do_release(std::vector<lease_ref> leases,
                     handler<void(boost::system::error_code)> h) override;
+    void
+    do_list_tasks(task_query q, std::optional<task_position> from,
+                  handler<void(boost::system::error_code, task_page, std::optional<task_position>)>
+                      h) override;
+    void do_count_tasks(handler<void(boost::system::error_code, task_counts)> h) override;
 
     // Schedules (src/dq/sqlite/sqlite_store.cpp).
     void

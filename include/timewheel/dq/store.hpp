@@ -55,6 +55,13 @@ struct claim_options {
     std::size_t start_due = 0;
 };
 
+/// A position in a listing (task_query): a sort key and an id. task_page::cursor encodes one.
+struct task_position {
+    time_point key{};
+    std::string id;
+    friend bool operator==(const task_position&, const task_position&) = default;
+};
+
 /// Where tasks live. Implementations: dq::redis_store, dq::sqlite_store.
 /**
  * The queue and the worker call a store only from its executor. Bad input fails with the
@@ -159,6 +166,17 @@ public:
     void materialise(std::vector<materialisation> m,
                      handler<void(boost::system::error_code, std::vector<materialise_result>)> h);
 
+    // --- Listing and counting (docs/dq.md, "Listing and counting") ------------------------
+
+    /// A page of the tasks of one state, in its sort key's order (see task_query). Bad
+    /// input fails with invalid_argument (a long id_prefix: id_too_long; one holding a NUL:
+    /// invalid_id), nothing read.
+    void list_tasks(task_query q, handler<void(boost::system::error_code, task_page)> h);
+
+    /// How many tasks each state holds, how many delayed ones are due, the earliest due time.
+    /// For monitoring: a store may visit every shard (see docs/dq.md for the cost).
+    void count_tasks(handler<void(boost::system::error_code, task_counts)> h);
+
     // --- The worker's side --------------------------------------------------------------
 
     /// First returns expired leases to delayed (or to dead, attempts exhausted), then leases
@@ -245,6 +263,18 @@ private:
     virtual void
     do_materialise(std::vector<materialisation> m,
                    handler<void(boost::system::error_code, std::vector<materialise_result>)> h);
+
+    // --- Listing, on checked input --------------------------------------------------------
+    // list_tasks decodes the cursor into `from` (the last position a page returned: the
+    // store lists strictly past it in the query's order) and encodes the page's `next` (the
+    // position to go on from; empty: the walk is over) into task_page::cursor, so that a
+    // store never sees cursor strings. `q.cursor` is cleared; the rest of `q` passed its
+    // checks. A store without listing fails both with operation_not_supported (defaults).
+
+    virtual void do_list_tasks(
+        task_query q, std::optional<task_position> from,
+        handler<void(boost::system::error_code, task_page, std::optional<task_position>)> h);
+    virtual void do_count_tasks(handler<void(boost::system::error_code, task_counts)> h);
 
     // --- Each store's work, on checked input ---------------------------------------------
     // The operation of the same name calls these once its input passed every check: ids are

@@ -9,6 +9,7 @@
 #define TIMEWHEEL_DQ_TASK_HPP
 
 #include <chrono>
+#include <cstddef>
 #include <cstdint>
 #include <optional>
 #include <ostream>
@@ -127,6 +128,57 @@ struct dead_page {
     };
     std::vector<entry> entries;
     std::string cursor; ///< pass back for the next page; empty when this was the last
+};
+
+/// What to list: the tasks of one state, in the order of that state's sort key.
+/**
+ * The sort key is the due time for delayed, prefetched and running tasks, and the time the
+ * task ended for finished, cancelled and dead ones; ties are broken by id (byte order).
+ * A page goes on from `cursor`, a position (sort key, id), never an offset: a task that stays
+ * in the state during the whole walk is returned exactly once; one that moves meanwhile may
+ * be missed or seen once. Bad input (limit 0 or over 1000, after >= before, a time out of
+ * range, a cursor that does not decode or was made for another state or order) fails with
+ * dq::error::invalid_argument (a long id_prefix: id_too_long), and nothing is read.
+ */
+struct task_query {
+    task_state state = task_state::delayed; ///< required: each state has its own index
+    bool descending = false;                ///< false: smallest sort key first
+    std::optional<time_point> after;        ///< only tasks whose sort key is >= after
+    std::optional<time_point> before;       ///< only tasks whose sort key is < before
+    std::string id_prefix;                  ///< only ids starting with it; empty: any
+    std::string cursor;                     ///< a previous page's cursor; empty: the start
+    std::size_t limit = 100;                ///< at most this many entries, 1 to 1000
+};
+
+/// A page of tasks (see task_query).
+struct task_page {
+    struct entry {
+        std::string id;
+        task_state state = task_state::delayed;
+        time_point key{}; ///< the sort key: due time, or the time the task ended
+        time_point due{}; ///< the due time (its last one, for a task that ended)
+        std::uint32_t attempt = 0;
+        std::string last_error;
+        std::string payload; ///< empty when the store no longer keeps it (see docs/dq.md)
+    };
+    std::vector<entry> entries;
+    /// Pass back in task_query::cursor for the next page; empty after the last one. A page
+    /// may be short, even empty, and still carry a cursor, when the store bounded its scan
+    /// (an id_prefix on Redis, which has no index on ids): go on.
+    std::string cursor;
+};
+
+/// How many tasks each state holds, and how late the delayed ones are.
+struct task_counts {
+    std::uint64_t delayed = 0;
+    std::uint64_t prefetched = 0;
+    std::uint64_t running = 0;
+    std::uint64_t finished = 0; ///< as kept: the stores forget finished tasks by age and count
+    std::uint64_t dead = 0;
+    std::uint64_t cancelled = 0;          ///< as kept, like finished
+    std::uint64_t due_now = 0;            ///< delayed tasks due by `now`: waiting for a worker
+    std::optional<time_point> oldest_due; ///< the earliest due time of a delayed task
+    time_point now{};                     ///< the store's clock when it counted
 };
 
 /// A task as a worker claims it.

@@ -188,6 +188,33 @@ std::optional<std::string_view> query_param(std::string_view query, std::string_
     return std::nullopt;
 }
 
+std::variant<std::vector<std::pair<std::string, std::string>>, response>
+query_params(std::string_view query) {
+    std::vector<std::pair<std::string, std::string>> out;
+    while (!query.empty()) {
+        const auto amp = query.find('&');
+        const auto pair = query.substr(0, amp);
+        query = amp == std::string_view::npos ? std::string_view() : query.substr(amp + 1);
+        if (pair.empty()) {
+            continue; // "a=1&&b=2"
+        }
+        const auto eq = pair.find('=');
+        auto name = decode(pair.substr(0, eq), true);
+        if (!name) {
+            return error_response(http::status::bad_request, "invalid_field",
+                                  "malformed percent-encoding in a parameter's name", "query");
+        }
+        auto value =
+            decode(eq == std::string_view::npos ? std::string_view() : pair.substr(eq + 1), true);
+        if (!value) {
+            return error_response(http::status::bad_request, "invalid_field",
+                                  "malformed percent-encoding", *name);
+        }
+        out.emplace_back(std::move(*name), std::move(*value));
+    }
+    return out;
+}
+
 namespace {
 
 std::vector<std::string_view> split_path(std::string_view path) {
@@ -422,12 +449,17 @@ net::awaitable<routed> handle(api_context& ctx, const request& req) {
 
     if (parts[1] == "tasks") {
         if (parts.size() == 2) {
-            if (method != http::verb::post) {
-                co_return routed{method_not_allowed("POST"), "/v1/tasks"};
-            }
-            {
+            switch (method) {
+            case http::verb::post: {
                 auto res = co_await submit(ctx, req);
                 co_return routed{std::move(res), "POST /v1/tasks"};
+            }
+            case http::verb::get: {
+                auto res = co_await list_tasks(ctx, query);
+                co_return routed{std::move(res), "GET /v1/tasks"};
+            }
+            default:
+                co_return routed{method_not_allowed("GET, POST"), "/v1/tasks"};
             }
         }
         if (parts.size() == 3) {
@@ -485,6 +517,12 @@ net::awaitable<routed> handle(api_context& ctx, const request& req) {
                 co_return routed{std::move(res), "POST /v1/dead/{id}/retry"};
             }
         }
+    } else if (parts[1] == "stats" && parts.size() == 2) {
+        if (method != http::verb::get) {
+            co_return routed{method_not_allowed("GET"), "/v1/stats"};
+        }
+        auto res = co_await stats(ctx);
+        co_return routed{std::move(res), "GET /v1/stats"};
     } else if (parts[1] == "schedules:preview" && parts.size() == 2) {
         if (method != http::verb::post) {
             co_return routed{method_not_allowed("POST"), "/v1/schedules:preview"};

@@ -21,6 +21,7 @@
 
 #include <timewheeld/service/log.hpp>
 #include <timewheeld/service/metrics.hpp>
+#include <timewheeld/service/node_stats.hpp>
 #include <timewheeld/service/result_sink.hpp>
 #include <timewheeld/service/settings.hpp>
 #include <timewheeld/service/task_json.hpp>
@@ -35,11 +36,15 @@
 #include <boost/json/object.hpp>
 #include <boost/system/error_code.hpp>
 
+#include <atomic>
 #include <chrono>
+#include <cstdint>
 #include <optional>
 #include <string>
 #include <string_view>
+#include <utility>
 #include <variant>
+#include <vector>
 
 namespace timewheeld::api::detail {
 
@@ -50,6 +55,13 @@ namespace http = boost::beast::http;
 using request = http::request<http::string_body>;
 using response = http::response<http::string_body>;
 
+/// When /metrics next reads the task counts from the store (steady clock, nanoseconds):
+/// shared by the threads, so that a scrape storm costs one store read per
+/// settings::metrics_store_interval, whichever thread the scrapes reach.
+struct store_gauges_refresh {
+    std::atomic<std::int64_t> next{0};
+};
+
 /// What the endpoints of one thread use.
 struct api_context {
     timewheel::dq::queue& queue;
@@ -57,6 +69,9 @@ struct api_context {
     const service::settings& cfg;
     service::result_sink* sink;
     service::logger& log;
+    store_gauges_refresh& gauges;
+    /// This node's callback figures (GET /v1/stats; all zero without a worker).
+    const service::node_stats* stats = nullptr;
 };
 
 /// An answer, and the route it was given on (the metrics' label: "GET /v1/tasks/{id}").
@@ -99,6 +114,11 @@ std::optional<std::string> decode(std::string_view s, bool query);
 
 /// The raw value of `name` in a query string (still percent-encoded).
 std::optional<std::string_view> query_param(std::string_view query, std::string_view name);
+
+/// Every parameter of a query string, names and values percent-decoded, in order; or the
+/// 400 that names the one malformed.
+std::variant<std::vector<std::pair<std::string, std::string>>, response>
+query_params(std::string_view query);
 
 /// `s` as one path segment, for a Location header: everything but RFC 3986's unreserved
 /// characters percent-encoded ("a/b?c" is "a%2Fb%3Fc").
@@ -154,6 +174,11 @@ boost::asio::awaitable<response> trigger_schedule(api_context& ctx, std::string 
 boost::asio::awaitable<response> next_of_schedule(api_context& ctx, std::string id,
                                                   std::string_view query);
 response preview_schedule(api_context& ctx, const request& req);
+// routes_views.cpp:
+/// The store's counts into the /metrics gauges (tasks by state, due now, oldest due age).
+void show_counts(service::service_metrics& m, const dq::task_counts& c);
+boost::asio::awaitable<response> list_tasks(api_context& ctx, std::string_view query);
+boost::asio::awaitable<response> stats(api_context& ctx);
 // routes_probes.cpp:
 boost::asio::awaitable<response> ready(api_context& ctx);
 boost::asio::awaitable<response> metrics(api_context& ctx);

@@ -2,8 +2,10 @@
 // server/api/src/routes_probes.cpp
 //
 // What operators and their tools ask: /readyz (the store answers in time; /healthz, which
-// needs nothing, is answered by the router) and /metrics (the registry, and the oldest due
-// task's age read from the store at each scrape: nothing on the hot path).
+// needs nothing, is answered by the router) and /metrics (the registry, and the task counts
+// by state, those due now and the oldest due task's age, read from the store at most every
+// --metrics-store-interval-ms: nothing on the hot path, and one store read per interval
+// under a storm of scrapes).
 //
 #include "routes.hpp"
 
@@ -13,18 +15,27 @@ namespace timewheeld::api::detail {
 
 namespace {
 
-// The age of the oldest task that is due and waits for a worker, read from the store at
-// each scrape: nothing on the hot path, and exact when read (a store that cannot tell, or
-// does not answer, leaves the last value and shows in the store round-trip metric).
-net::awaitable<void> refresh_oldest_due_age(api_context& ctx) {
-    timed t(ctx, "earliest_due");
-    auto [ec, now, earliest] = co_await ctx.queue.async_earliest_due(use_tuple);
-    if (ec) {
-        ctx.log.debug("oldest_due_age", {{"error", ec.message()}});
+// The gauges read from the store, when the last read is older than the interval: the
+// first scrape past it reads (the others meanwhile show the last values), exact when read
+// (a store that does not answer leaves the last values, and shows in the store round-trip
+// metric).
+net::awaitable<void> refresh_store_gauges(api_context& ctx) {
+    const auto now = std::chrono::steady_clock::now().time_since_epoch();
+    const auto now_ns = std::chrono::duration_cast<std::chrono::nanoseconds>(now).count();
+    auto next = ctx.gauges.next.load(std::memory_order_relaxed);
+    const auto interval =
+        std::chrono::duration_cast<std::chrono::nanoseconds>(ctx.cfg.metrics_store_interval);
+    if (now_ns < next || !ctx.gauges.next.compare_exchange_strong(next, now_ns + interval.count(),
+                                                                  std::memory_order_relaxed)) {
         co_return;
     }
-    const auto age = earliest && *earliest < now ? now - *earliest : dq::duration(0);
-    ctx.metrics.oldest_due_age.set(std::chrono::duration<double>(age).count());
+    timed t(ctx, "count_tasks");
+    auto [ec, counts] = co_await ctx.queue.async_count_tasks(use_tuple);
+    if (ec) {
+        ctx.log.debug("task_counts", {{"error", ec.message()}});
+        co_return;
+    }
+    show_counts(ctx.metrics, counts);
 }
 
 } // namespace
@@ -50,7 +61,7 @@ net::awaitable<response> ready(api_context& ctx) {
 }
 
 net::awaitable<response> metrics(api_context& ctx) {
-    co_await refresh_oldest_due_age(ctx);
+    co_await refresh_store_gauges(ctx);
     response res(http::status::ok, 11);
     res.set(http::field::content_type, "text/plain; version=0.0.4; charset=utf-8");
     res.body() = ctx.metrics.registry.render();

@@ -113,7 +113,7 @@ public:
             sh->store = source.open(sh->io.get_executor());
             sh->queue = std::make_unique<timewheel::dq::queue>(*sh->store.store);
             sh->ctx = std::make_unique<api_context>(
-                api_context{*sh->queue, metrics_, cfg_, nullptr, log_});
+                api_context{*sh->queue, metrics_, cfg_, nullptr, log_, gauges_, &own_stats_});
             shards_.push_back(std::move(sh));
         }
         acceptor_.emplace(shards_[0]->io);
@@ -150,6 +150,12 @@ public:
     }
 
     void set_shard_hooks(shard_hooks hooks) { hooks_ = std::move(hooks); }
+
+    void set_node_stats(const service::node_stats* stats) noexcept {
+        for (auto& sh : shards_) {
+            sh->ctx->stats = stats ? stats : &own_stats_;
+        }
+    }
 
     void run(bool handle_signals) {
         auto& io0 = shards_[0]->io;
@@ -549,6 +555,8 @@ private:
     shard_hooks hooks_;
     service::service_metrics metrics_;
     service::logger& log_;
+    store_gauges_refresh gauges_;
+    service::node_stats own_stats_{1}; // GET /v1/stats without set_node_stats(): all zero
     std::vector<std::unique_ptr<shard>> shards_;
     std::optional<tcp::acceptor> acceptor_;
     std::optional<net::signal_set> signals_;
@@ -577,6 +585,10 @@ std::uint16_t server::port() const noexcept {
 
 void server::set_result_sink(service::result_sink* sink) noexcept {
     impl_->set_result_sink(sink);
+}
+
+void server::set_node_stats(const service::node_stats* stats) noexcept {
+    impl_->set_node_stats(stats);
 }
 
 void server::set_shard_hooks(shard_hooks hooks) {

@@ -17,6 +17,7 @@
 #include <boost/asio/use_awaitable.hpp>
 
 #include <algorithm>
+#include <chrono>
 #include <optional>
 #include <utility>
 
@@ -58,12 +59,15 @@ struct dispatcher::state : std::enable_shared_from_this<dispatcher::state> {
     };
 
     state(net::io_context& io, dq::store& store, const options& opt, service::service_metrics& m,
-          result_router& router, dispatcher* owner)
+          result_router& router, dispatcher* owner, service::node_stats* stats,
+          std::size_t stats_shard)
         : io(io)
         , opt(opt)
         , metrics(m)
         , router(router)
         , owner(owner)
+        , stats(stats)
+        , stats_shard(stats_shard)
         , client(io.get_executor(), opt.client)
         , worker(store, worker_options(opt), [this](dq::job j) {
             // The job is the coroutine's: it may give its slot back while it waits.
@@ -95,9 +99,10 @@ struct dispatcher::state : std::enable_shared_from_this<dispatcher::state> {
             service::gauge& g;
             ~leave() { g.sub(1); }
         } on_leave{metrics.in_flight};
+        service::node_stats::host_ref host; // held from the call's start to its outcome
         dq::outcome o;
         try {
-            o = co_await call(j);
+            o = co_await call(j, host);
         } catch (const std::exception& e) {
             o = dq::outcome::retry(e.what());
         }
@@ -106,10 +111,11 @@ struct dispatcher::state : std::enable_shared_from_this<dispatcher::state> {
             metrics.lateness.observe(lateness);
         }
         count(j, o);
+        figures(std::chrono::duration_cast<std::chrono::milliseconds>(lateness), o, host);
         j.report(std::move(o));
     }
 
-    net::awaitable<dq::outcome> call(dq::job& j) {
+    net::awaitable<dq::outcome> call(dq::job& j, service::node_stats::host_ref& host) {
         callback::callback_spec spec;
         try {
             spec = callback::parse_callback(std::string_view(j.payload()), opt.payload);
@@ -118,9 +124,27 @@ struct dispatcher::state : std::enable_shared_from_this<dispatcher::state> {
         }
         // A named request, not a braced temporary in the co_await expression: GCC 12
         // destroys such temporaries twice.
+        if (stats && service::destination_of(spec.url, destination)) {
+            host = stats->call_started(destination);
+        }
         callback::call_request req{std::move(spec), j.id(), j.attempt()};
-        auto [ec, r] = co_await client.call(std::move(req));
-        (void)ec; // r.verdict and r.error say what ec means for the task
+        callback::call_result r;
+        {
+            // In flight to its destination while the client has it (not while a 202
+            // waits for its result).
+            struct in_flight {
+                service::node_stats* stats;
+                service::node_stats::host_ref host;
+                ~in_flight() {
+                    if (stats) {
+                        stats->call_ended(host);
+                    }
+                }
+            } guard{stats, host};
+            auto [ec, result] = co_await client.call(std::move(req));
+            (void)ec; // r.verdict and r.error say what ec means for the task
+            r = std::move(result);
+        }
         if (r.status != 0) {
             metrics.callback_latency.observe(r.latency);
         }
@@ -214,6 +238,25 @@ struct dispatcher::state : std::enable_shared_from_this<dispatcher::state> {
         }
     }
 
+    // This node's figures (GET /v1/stats): an attempt's end, or a destination's deferral.
+    void figures(std::chrono::milliseconds lateness, const dq::outcome& o,
+                 service::node_stats::host_ref host) {
+        if (!stats) {
+            return;
+        }
+        const auto now = std::chrono::system_clock::now();
+        if (o.what == dq::outcome::kind::defer) {
+            stats->host_deferred(host,
+                                 std::chrono::duration_cast<std::chrono::milliseconds>(
+                                     o.retry_after.value_or(dq::duration(0))),
+                                 now);
+            return;
+        }
+        const bool ok = o.what == dq::outcome::kind::success;
+        (*stats)[stats_shard].attempt(ok, lateness, now);
+        stats->host_outcome(host, ok, o.error, now);
+    }
+
     service::deliver_result deliver(const std::string& id, std::uint32_t attempt, dq::outcome o) {
         const auto it = waiting.find(id);
         if (it == waiting.end() || it->second->result || it->second->lost) {
@@ -252,6 +295,9 @@ struct dispatcher::state : std::enable_shared_from_this<dispatcher::state> {
     service::service_metrics& metrics;
     result_router& router;
     dispatcher* owner;
+    service::node_stats* stats;
+    std::size_t stats_shard;
+    std::string destination; // call(): the "host:port" of a callback, its capacity reused
     callback::client client;
     std::unordered_map<std::string, waiter*> waiting;
     bool stopping = false;
@@ -259,8 +305,9 @@ struct dispatcher::state : std::enable_shared_from_this<dispatcher::state> {
 };
 
 dispatcher::dispatcher(net::io_context& io, dq::store& store, const options& opt,
-                       service::service_metrics& metrics, result_router& router)
-    : state_(std::make_shared<state>(io, store, opt, metrics, router, this)) {}
+                       service::service_metrics& metrics, result_router& router,
+                       service::node_stats* stats, std::size_t stats_shard)
+    : state_(std::make_shared<state>(io, store, opt, metrics, router, this, stats, stats_shard)) {}
 
 dispatcher::~dispatcher() = default;
 

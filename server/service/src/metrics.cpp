@@ -210,6 +210,9 @@ service_metrics::service_metrics(metrics_registry& r)
                        "Attempts whose callback answered 202, waiting for their result."))
     , oldest_due_age(r.gauge("timewheeld_oldest_due_age_seconds",
                              "Seconds since the due time of the oldest task still due."))
+    , tasks{}
+    , tasks_due_now(r.gauge("timewheeld_tasks_due_now",
+                            "Delayed tasks whose due time has come, waiting for a worker."))
     , lateness(r.histogram("timewheeld_lateness_seconds",
                            "From a task's due time to the first byte of its callback.",
                            histogram::latency_bounds()))
@@ -217,6 +220,14 @@ service_metrics::service_metrics(metrics_registry& r)
                                    "From a callback's first byte sent to its response.",
                                    histogram::latency_bounds())) {
     store_round_trip("submit");
+    static constexpr const char* states[] = {"delayed",  "prefetched", "running",
+                                             "finished", "dead",       "cancelled"};
+    for (std::size_t i = 0; i < tasks.size(); ++i) {
+        tasks[i] = &r.gauge("timewheeld_tasks",
+                            "Tasks in the store by state (finished and cancelled as the store "
+                            "keeps them).",
+                            {{"state", states[i]}});
+    }
 }
 
 void service_metrics::request(std::string_view route, unsigned status) {

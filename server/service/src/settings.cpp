@@ -204,6 +204,14 @@ const std::vector<option>& options() {
         {"shutdown-timeout-ms", "MS", "10000",
          "after SIGTERM/SIGINT, how long to wait for the requests in flight",
          millis(&settings::shutdown_timeout, "--shutdown-timeout-ms")},
+        {"metrics-store-interval-ms", "MS", "5000",
+         "the longest `/metrics` shows the task counts it read from the store (by "
+         "state, due now, the oldest due age) before reading them again, whatever "
+         "the scrapes; 0: at every scrape",
+         [](settings& s, std::string_view v) {
+             s.metrics_store_interval = std::chrono::milliseconds(
+                 integer("--metrics-store-interval-ms", v, 0, 3600LL * 1000));
+         }},
         {"log-level", "LEVEL", "info",
          "`error`, `warn`, `info` (start and stop only) or `debug` (a line per "
          "request)",

@@ -138,6 +138,16 @@ void redis_store::probe(handler<void(boost::system::error_code, time_point)> h) 
     impl_->now(std::move(h));
 }
 
+void redis_store::do_list_tasks(
+    task_query q, std::optional<task_position> from,
+    handler<void(boost::system::error_code, task_page, std::optional<task_position>)> h) {
+    impl_->list_tasks(std::move(q), std::move(from), std::move(h));
+}
+
+void redis_store::do_count_tasks(handler<void(boost::system::error_code, task_counts)> h) {
+    impl_->count_tasks(std::move(h));
+}
+
 void redis_store::earliest_due(
     handler<void(boost::system::error_code, time_point, std::optional<time_point>)> h) {
     impl_->earliest_due(std::move(h));

@@ -109,6 +109,9 @@ const redis::script& earliest_due() { static const redis::script s = make(lua::e
 const redis::script& schedule() { static const redis::script s = make(lua::schedule, lua::schedule_helpers); return s; }
 const redis::script& schedule_list() { static const redis::script s = make(lua::schedule_list); return s; }
 const redis::script& schedule_due() { static const redis::script s = make(lua::schedule_due); return s; }
+const redis::script& list_tasks() { static const redis::script s = make(lua::list_tasks); return s; }
+const redis::script& task_entries() { static const redis::script s = make(lua::task_entries); return s; }
+const redis::script& count_tasks() { static const redis::script s = make(lua::count_tasks); return s; }
 const redis::script& materialise() { static const redis::script s = make(lua::materialise, lua::schedule_helpers); return s; }
 // clang-format on
 

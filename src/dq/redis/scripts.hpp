@@ -46,6 +46,14 @@ const redis::script& earliest_due();
 const redis::script& schedule();
 const redis::script& schedule_list(); ///< after_id (or "") count
 const redis::script& schedule_due();  ///< window batch -> {now ms, (id record)...}
+/// state descending start_key start_id end_key prefix limit scan
+/// -> {bounded, key, id, (key id)...}
+const redis::script& list_tasks();
+/// state id... -> (found due attempt error payload)...
+const redis::script& task_entries();
+/// (no arguments) -> {now, delayed, prefetched, running, finished, dead, cancelled, due now,
+/// earliest due or -1}
+const redis::script& count_tasks();
 /// (id revision forbid cursor next skipped payload max base cap k (task_id due)*k)...
 const redis::script& materialise();
 

@@ -93,6 +93,11 @@ public:
 
     // Monitoring and the clock (store_impl.cpp).
     void earliest_due(store::handler<void(error_code, time_point, std::optional<time_point>)> h);
+
+    // Listing and counting (store_queries.cpp).
+    void list_tasks(task_query q, std::optional<task_position> from,
+                    store::handler<void(error_code, task_page, std::optional<task_position>)> h);
+    void count_tasks(store::handler<void(error_code, task_counts)> h);
     void now(store::handler<void(error_code, time_point)> h);
 
 private:

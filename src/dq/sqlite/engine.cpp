@@ -192,8 +192,7 @@ void sqlite_engine::run_group(std::vector<std::unique_ptr<sqlite_op>>& group) {
 // success and the wake-up it makes.
 error_code sqlite_engine::transact(std::span<sqlite_op* const> ops, bool trim_too) {
     woke_.clear();
-    const auto done_before = done_count_;
-    const auto dead_before = dead_count_;
+    const auto counts_before = counts_;
     // Two plain values, not an optional: out of line, g++ 12 takes an optional's value here
     // for maybe-uninitialized.
     bool wake = false;
@@ -203,6 +202,7 @@ error_code sqlite_engine::transact(std::span<sqlite_op* const> ops, bool trim_to
         exec("BEGIN IMMEDIATE");
         for (auto* op : ops) {
             exec("SAVEPOINT op");
+            const auto op_counts = counts_;
             int lost = SQLITE_OK;
             try {
                 op->run(*this);
@@ -218,9 +218,9 @@ error_code sqlite_engine::transact(std::span<sqlite_op* const> ops, bool trim_to
                 throw sqlite_failure{lost};
             }
             if (op->failed()) {
-                // What a failed operation wrote goes; its counts were not changed
-                // before its checks passed, except on a SQLite failure (recounted).
+                // What a failed operation wrote goes, and what it counted with it.
                 exec("ROLLBACK TO op");
+                counts_ = op_counts;
             }
             exec("RELEASE op");
         }
@@ -238,8 +238,7 @@ error_code sqlite_engine::transact(std::span<sqlite_op* const> ops, bool trim_to
     } catch (const sqlite_failure& f) {
         group_ec = sqlite_error(f.rc);
         sqlite3_exec(db_.get(), "ROLLBACK", nullptr, nullptr, nullptr);
-        done_count_ = done_before;
-        dead_count_ = dead_before;
+        counts_ = counts_before;
         wake = false;
     }
     if (group_ec) {

@@ -53,6 +53,7 @@ submit_result sqlite_engine::submit(const task& t, char kind, std::int64_t value
         .bind(6, t.retry.cap.count())
         .bind(7, t.payload)
         .run();
+    moved(-1, delayed);
     woke_.push_back(*due);
     return submit_result::created;
 }
@@ -174,7 +175,6 @@ void sqlite_engine::requeue_dead(const std::string& id, char kind, std::int64_t 
         return;
     }
     delay(*r, *due, 0, std::string(), now);
-    --dead_count_;
 }
 
 void sqlite_engine::delete_dead(const std::string& id, error_code& ec) {
@@ -183,8 +183,7 @@ void sqlite_engine::delete_dead(const std::string& id, error_code& ec) {
         ec = error::not_found;
         return;
     }
-    forget(r->rowid, id);
-    --dead_count_;
+    forget(r->rowid, id, dead);
 }
 
 // The delayed index's first entry: one index read.

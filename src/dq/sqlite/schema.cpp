@@ -3,14 +3,20 @@
 //
 // Opening the database: the pragmas the engine's guarantees rest on (an exclusive lock, WAL,
 // synchronous FULL unless fsync is off), the tables and indexes (below),
-// and the schema version, which refuses a file written by a newer library. The done and dead
-// counts that trimming keeps up to date start here, from the file.
+// and the schema version, which refuses a file written by a newer library. The counts by
+// state that trimming and count_tasks read start here, from the file.
 //
-// Schema (version 1):
+// Schema (version 2):
 //   tasks  one row per task, its state a number (0 delayed, 1 prefetched, 2 running,
 //          3 finished, 4 dead, 5 cancelled); a claimed task's lease (token, expiry, attempt,
 //          start, worker) in nullable columns. Partial indexes make each question the store
-//          asks an index range: delayed by due, claimed by lease expiry, done and dead by age.
+//          asks an index range: delayed by (due, id), claimed by lease expiry, done (finished
+//          and cancelled) by age for trimming, and finished, cancelled and dead each by
+//          (age, id) for listing (query_ops.cpp). Version 2 (issue 29's listing) made the
+//          delayed index (due, id), for keyset pages in (due, id) order and id_prefix filters
+//          read from the index alone, and added the finished and cancelled ones: without them
+//          a page of one would read every row of the other. An older file gains them when
+//          opened (the old delayed index is dropped).
 //   log    one row per attempt, by task; a task's rows go when the task is forgotten.
 //   schedules  one row per recurring schedule: its spec (rule and rest, encoded as
 //          detail::encode_spec does), paused, times, cursor, the index entry `next` (its
@@ -34,7 +40,7 @@ using namespace sqlite;
 
 namespace {
 
-constexpr std::int64_t schema_version = 1;
+constexpr std::int64_t schema_version = 2;
 
 const char* const schema_sql = R"sql(
 CREATE TABLE IF NOT EXISTS meta(key TEXT PRIMARY KEY NOT NULL, value INTEGER NOT NULL);
@@ -55,9 +61,12 @@ CREATE TABLE IF NOT EXISTS tasks(
   lease_attempt INTEGER,
   started INTEGER,
   worker BLOB);
-CREATE INDEX IF NOT EXISTS tasks_delayed ON tasks(due) WHERE state = 0;
+DROP INDEX IF EXISTS tasks_delayed;
+CREATE INDEX IF NOT EXISTS tasks_due ON tasks(due, id) WHERE state = 0;
 CREATE INDEX IF NOT EXISTS tasks_leased ON tasks(lease_until) WHERE state IN (1, 2);
 CREATE INDEX IF NOT EXISTS tasks_done ON tasks(updated) WHERE state IN (3, 5);
+CREATE INDEX IF NOT EXISTS tasks_finished ON tasks(updated, id) WHERE state = 3;
+CREATE INDEX IF NOT EXISTS tasks_cancelled ON tasks(updated, id) WHERE state = 5;
 CREATE INDEX IF NOT EXISTS tasks_dead ON tasks(updated, id) WHERE state = 4;
 CREATE TABLE IF NOT EXISTS log(
   seq INTEGER PRIMARY KEY,
@@ -133,7 +142,9 @@ void sqlite_engine::open() {
             }
         }
         if (!version) {
-            exec("INSERT INTO meta(key, value) VALUES ('schema_version', 1)");
+            exec("INSERT INTO meta(key, value) VALUES ('schema_version', 2)");
+        } else if (*version < schema_version) {
+            exec("UPDATE meta SET value = 2 WHERE key = 'schema_version'");
         } else if (*version > schema_version) {
             exec("ROLLBACK");
             std::string what = "schema version ";
@@ -144,8 +155,14 @@ void sqlite_engine::open() {
             open_failed(SQLITE_ERROR, what);
         }
         exec("COMMIT");
-        done_count_ = count("SELECT count(*) FROM tasks WHERE state IN (3, 5)");
-        dead_count_ = count("SELECT count(*) FROM tasks WHERE state = 4");
+        // Each from its partial index (the leased one holds both claimed states).
+        counts_[delayed] = count("SELECT count(*) FROM tasks WHERE state = 0");
+        counts_[prefetched] =
+            count("SELECT count(*) FROM tasks WHERE state IN (1, 2) AND state = 1");
+        counts_[running] = count("SELECT count(*) FROM tasks WHERE state IN (1, 2) AND state = 2");
+        counts_[finished] = count("SELECT count(*) FROM tasks WHERE state = 3");
+        counts_[dead] = count("SELECT count(*) FROM tasks WHERE state = 4");
+        counts_[cancelled] = count("SELECT count(*) FROM tasks WHERE state = 5");
     } catch (const sqlite_failure& f) {
         open_failed(f.rc, sqlite3_errstr(f.rc));
     }

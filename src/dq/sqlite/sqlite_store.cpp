@@ -347,6 +347,24 @@ void sqlite_store::earliest_due(
            std::optional<time_point>& earliest) { earliest = e.earliest_due(now); });
 }
 
+// --- Listing and counting (the engine's side: query_ops.cpp) ---------------------------------
+
+void sqlite_store::do_list_tasks(
+    task_query q, std::optional<task_position> from,
+    handler<void(boost::system::error_code, task_page, std::optional<task_position>)> h) {
+    enqueue<task_page, std::optional<task_position>>(
+        engine_.get(), ex_, std::move(h),
+        [q = std::move(q), from = std::move(from)](
+            detail::sqlite_engine& e, error_code&, task_page& page,
+            std::optional<task_position>& next) { page = e.list_tasks(q, from, next); });
+}
+
+void sqlite_store::do_count_tasks(handler<void(boost::system::error_code, task_counts)> h) {
+    enqueue<task_counts>(
+        engine_.get(), ex_, std::move(h),
+        [](detail::sqlite_engine& e, error_code&, task_counts& c) { c = e.count_tasks(); });
+}
+
 // --- Schedules (the engine's side: schedule_ops.cpp) -----------------------------------------
 
 void sqlite_store::do_create_schedule(

@@ -69,6 +69,7 @@ void sqlite_engine::delay(const row& r, std::int64_t due, std::int64_t attempt,
                  "updated = ?5, token = NULL, lease_until = NULL, lease_attempt = NULL, "
                  "started = NULL, worker = NULL WHERE rowid = ?1"));
     u.bind(1, r.rowid).bind(2, due).bind(3, attempt).bind(4, err).bind(5, updated).run();
+    moved(r.state, delayed);
     woke_.push_back(due);
 }
 
@@ -81,16 +82,13 @@ void sqlite_engine::end(const row& r, std::int64_t state, std::int64_t attempt,
                  "token = NULL, lease_until = NULL, lease_attempt = NULL, started = NULL, "
                  "worker = NULL WHERE rowid = ?1"));
     u.bind(1, r.rowid).bind(2, state).bind(3, attempt).bind(4, err).bind(5, now).run();
-    if (state == dead) {
-        ++dead_count_;
-    } else {
-        ++done_count_;
-    }
+    moved(r.state, state);
 }
 
-void sqlite_engine::forget(std::int64_t rowid, std::string_view id) {
+void sqlite_engine::forget(std::int64_t rowid, std::string_view id, std::int64_t state) {
     query d(stmt("DELETE FROM tasks WHERE rowid = ?1"));
     d.bind(1, rowid).run();
+    moved(state, -1);
     query l(stmt("DELETE FROM log WHERE id = ?1"));
     l.bind(1, id).run();
 }
@@ -108,14 +106,15 @@ void sqlite_engine::log(std::string_view id, std::int64_t att, std::string_view 
 // Forgets done and dead tasks beyond their age or count, and the oldest log entries
 // beyond log_max (bounded work per group; the next group goes on).
 void sqlite_engine::trim(std::int64_t now) {
-    trim_set("SELECT rowid, id FROM tasks WHERE state IN (3, 5) AND updated <= ?1 "
+    trim_set("SELECT rowid, id, state FROM tasks WHERE state IN (3, 5) AND updated <= ?1 "
              "ORDER BY updated LIMIT ?2",
-             "SELECT rowid, id FROM tasks WHERE state IN (3, 5) ORDER BY updated LIMIT ?2",
-             now - opt_.done_retention.count(), done_count_, opt_.done_max);
-    trim_set("SELECT rowid, id FROM tasks WHERE state = 4 AND updated <= ?1 "
+             "SELECT rowid, id, state FROM tasks WHERE state IN (3, 5) ORDER BY updated LIMIT ?2",
+             now - opt_.done_retention.count(), counts_[finished] + counts_[cancelled],
+             opt_.done_max);
+    trim_set("SELECT rowid, id, state FROM tasks WHERE state = 4 AND updated <= ?1 "
              "ORDER BY updated LIMIT ?2",
-             "SELECT rowid, id FROM tasks WHERE state = 4 ORDER BY updated LIMIT ?2",
-             now - opt_.dead_retention.count(), dead_count_, opt_.dead_max);
+             "SELECT rowid, id, state FROM tasks WHERE state = 4 ORDER BY updated LIMIT ?2",
+             now - opt_.dead_retention.count(), counts_[dead], opt_.dead_max);
     if (logged_) {
         logged_ = false;
         const auto last = sqlite3_last_insert_rowid(db_.get());
@@ -128,13 +127,18 @@ void sqlite_engine::trim(std::int64_t now) {
 }
 
 void sqlite_engine::trim_set(const char* by_age, const char* by_count, std::int64_t before,
-                             std::int64_t& n, std::size_t max) {
-    std::vector<std::pair<std::int64_t, std::string>> victims;
+                             std::int64_t n, std::size_t max) {
+    struct victim {
+        std::int64_t rowid;
+        std::string id;
+        std::int64_t state;
+    };
+    std::vector<victim> victims;
     {
         query q(stmt(by_age));
         q.bind(1, before).bind(2, trim_per_group);
         while (q.step()) {
-            victims.emplace_back(q.integer(0), q.text(1));
+            victims.push_back({q.integer(0), q.text(1), q.integer(2)});
         }
     }
     const auto over = n - static_cast<std::int64_t>(victims.size()) -
@@ -148,15 +152,14 @@ void sqlite_engine::trim_set(const char* by_age, const char* by_count, std::int6
         while (q.step()) {
             const auto rowid = q.integer(0);
             if (std::none_of(victims.begin(), victims.begin() + static_cast<std::ptrdiff_t>(aged),
-                             [&](const auto& v) { return v.first == rowid; })) {
-                victims.emplace_back(rowid, q.text(1));
+                             [&](const auto& v) { return v.rowid == rowid; })) {
+                victims.push_back({rowid, q.text(1), q.integer(2)});
             }
         }
     }
-    for (const auto& [rowid, id] : victims) {
-        forget(rowid, id);
+    for (const auto& v : victims) {
+        forget(v.rowid, v.id, v.state);
     }
-    n -= static_cast<std::int64_t>(victims.size());
 }
 
 } // namespace timewheel::dq::detail

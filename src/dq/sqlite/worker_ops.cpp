@@ -91,6 +91,7 @@ claim_result sqlite_engine::claim(const claim_options& o) {
             .bind(4, static_cast<std::int64_t>(p.t.attempt))
             .bind(5, o.worker)
             .run();
+        moved(delayed, prefetched);
         out.tasks.push_back(std::move(p.t));
     }
     if (auto e = earliest()) {
@@ -113,6 +114,7 @@ std::vector<start_result> sqlite_engine::start(const std::vector<lease_ref>& lea
             if (r->state != running) {
                 query u(stmt("UPDATE tasks SET state = 2, started = ?2 WHERE rowid = ?1"));
                 u.bind(1, r->rowid).bind(2, now).run();
+                moved(prefetched, running);
             }
             out.push_back(start_result::started);
         }

@@ -15,8 +15,10 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <string_view>
+#include <utility>
 #include <vector>
 
 namespace timewheel::dq::detail {
@@ -31,6 +33,8 @@ inline constexpr std::size_t max_claim_batch = 100000;
 inline constexpr std::size_t max_dead_page = 10000;
 /// The most schedules in one page.
 inline constexpr std::size_t max_schedule_page = 1000;
+/// The most tasks in one page of store::list_tasks.
+inline constexpr std::size_t max_task_page = 1000;
 /// The longest lease token (the stores make 32 hex digits).
 inline constexpr std::size_t max_token_bytes = 64;
 /// The longest worker name a claim may carry (it goes to the execution log).
@@ -52,6 +56,33 @@ struct encoded_due {
     std::int64_t ms;
 };
 encoded_due encode_due(const due_time& due) noexcept;
+
+/// A listing's cursor: `<state digit><'a' or 'd'><key ms>.<id in hex>`, printable and safe
+/// in a URL, bound to the state and order it was made for.
+std::string encode_task_cursor(task_state state, bool descending, const task_position& pos);
+
+/// The position of a cursor made by encode_task_cursor for this state and order; nothing
+/// for anything else.
+std::optional<task_position> decode_task_cursor(std::string_view cursor, task_state state,
+                                                bool descending);
+
+/// Where a page of a listing starts and ends, from a checked query and its decoded cursor:
+/// the start position, exclusive (an empty id is before every id of its key; -1 and
+/// max_due + 1 are before and after every key), and the far end of the key range (ascending:
+/// keys < end_key; descending: keys >= end_key). One home for both stores.
+struct list_bounds {
+    std::int64_t start_key = 0;
+    std::string start_id;
+    std::int64_t end_key = 0;
+};
+list_bounds bounds_of(const task_query& q, const std::optional<task_position>& from);
+
+/// Whether `a` comes before `b` in a listing's order.
+inline bool comes_before(const task_position& a, const task_position& b, bool descending) {
+    const auto l = std::pair(a.key, std::string_view(a.id));
+    const auto r = std::pair(b.key, std::string_view(b.id));
+    return descending ? r < l : l < r;
+}
 
 /// zero_attempts or invalid_backoff.
 boost::system::error_code check_policy(const retry_policy& p);

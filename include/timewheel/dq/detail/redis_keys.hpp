@@ -45,11 +45,13 @@ inline constexpr std::array<shard_key, 6> shard_keys{{
 }};
 
 /// The keys of a shard that the scripts name themselves from the prefix (not in KEYS).
-inline constexpr std::array<shard_key, 6> script_named_keys{{
+inline constexpr std::array<shard_key, 7> script_named_keys{{
     {"t:<b>", "bkey(id)", "hash",
      "task records: bucket b = hash(id) % buckets (prelude/records.lua, bnum), id -> the "
      "record in chunks of 64 bytes"},
     {"dl", "KDL", "list", "KDONE's ids in the order they ended, each after its end ms (I6)"},
+    {"nc", "KNC", "string",
+     "how many of KDONE's tasks are cancelled: count_tasks's finished is HLEN KDONE minus it"},
     {"wi", "KW", "sorted set", "index of the later slots: slot name -> slot start ms"},
     {"w:<start>", "P .. 'w:' .. name", "sorted set",
      "tasks due beyond 10 s, one slot of at most 128: id -> due ms"},

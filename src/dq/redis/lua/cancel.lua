@@ -25,6 +25,7 @@ r.st = CANCELLED
 r.updated = now
 r.payload = ''
 write_rec(bk, id, r, n)
+redis.call('INCR', KNC)
 done_add(id, struct.pack('>I6', now), 'c', '')
 flush_done(now)
 return 'cancelled'

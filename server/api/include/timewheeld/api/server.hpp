@@ -6,6 +6,8 @@
 // acceptor, whose connections are dealt to the threads in turn.
 //
 //   POST   /v1/tasks                 submit (201 created, 200 exists), the task as JSON
+//   GET    /v1/tasks?state=&...      the tasks of one state, a page at a time (filters: due or
+//                                    end time, id prefix, callback host)
 //   GET    /v1/tasks/{id}            state, attempts, times, last error, execution log
 //   PATCH  /v1/tasks/{id}            reschedule: {"due_at"} or {"delay_ms"}
 //   DELETE /v1/tasks/{id}            cancel: 200, 404, 409 (too late)
@@ -19,6 +21,7 @@
 //   POST   /v1/schedules/{id}/pause|resume|trigger
 //   GET    /v1/schedules/{id}/next?count=&after=  its next occurrences, UTC and local
 //   POST   /v1/schedules:preview     the next occurrences of an unsaved rule
+//   GET    /v1/stats                 counts by state, this node's callback figures
 //   GET    /healthz  /readyz  /metrics
 //
 // Every error is JSON, {"error": {"code", "field", "message"}}; a 400 names the field and
@@ -36,6 +39,7 @@
 
 #include <timewheeld/service/log.hpp>
 #include <timewheeld/service/metrics.hpp>
+#include <timewheeld/service/node_stats.hpp>
 #include <timewheeld/service/result_sink.hpp>
 #include <timewheeld/service/settings.hpp>
 
@@ -93,6 +97,10 @@ public:
 
     /// Where POST /v1/tasks/{id}/result delivers (none by default: 404). Set before run().
     void set_result_sink(service::result_sink* sink) noexcept;
+
+    /// This node's callback figures, which GET /v1/stats shows (the worker side records
+    /// them; none set: all zero). Must outlive the server. Set before run().
+    void set_node_stats(const service::node_stats* stats) noexcept;
 
     /// What runs next to the API on each thread (see shard_hooks). Set before run().
     void set_shard_hooks(shard_hooks hooks);

@@ -37,6 +37,7 @@
 #include <timewheeld/callback/payload.hpp>
 #include <timewheeld/dispatch/result_router.hpp>
 #include <timewheeld/service/metrics.hpp>
+#include <timewheeld/service/node_stats.hpp>
 #include <timewheeld/service/result_sink.hpp>
 #include <timewheeld/service/settings.hpp>
 
@@ -83,11 +84,13 @@ options options_from(const service::settings& s);
  */
 class dispatcher {
 public:
-    /// A dispatcher on `store` (whose executor is `io`'s), filling `metrics`, reachable by
-    /// results through `router`. Not yet claiming. All must outlive it.
+    /// A dispatcher on `store` (whose executor is `io`'s), filling `metrics` (and, when
+    /// given, shard `stats_shard` of `stats` with this node's figures for GET /v1/stats),
+    /// reachable by results through `router`. Not yet claiming. All must outlive it.
     /** @throws std::invalid_argument for options out of range. */
     dispatcher(boost::asio::io_context& io, timewheel::dq::store& store, const options& opt,
-               service::service_metrics& metrics, result_router& router);
+               service::service_metrics& metrics, result_router& router,
+               service::node_stats* stats = nullptr, std::size_t stats_shard = 0);
     ~dispatcher();
 
     dispatcher(const dispatcher&) = delete;

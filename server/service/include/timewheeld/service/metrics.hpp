@@ -13,6 +13,7 @@
 #ifndef TIMEWHEELD_SERVICE_METRICS_HPP
 #define TIMEWHEELD_SERVICE_METRICS_HPP
 
+#include <array>
 #include <atomic>
 #include <chrono>
 #include <cstdint>
@@ -122,7 +123,9 @@ private:
 /**
  * The API side fills: submitted, cancelled, requests (by route and status), store round
  * trip (by operation). The callback side fills: fired, succeeded, retried, dead, in flight,
- * lateness (due time to first byte sent), callback latency, oldest due age.
+ * lateness (due time to first byte sent), callback latency. Read from the store (at most
+ * every settings::metrics_store_interval): the tasks by state, those due now, the oldest
+ * due age.
  */
 struct service_metrics {
     explicit service_metrics(metrics_registry& r);
@@ -138,7 +141,11 @@ struct service_metrics {
     service::gauge& in_flight;      ///< callbacks running now
     service::gauge& awaiting;       ///< attempts that answered 202, waiting for their result
     service::gauge& oldest_due_age; ///< seconds since the due time of the oldest due task
-    service::histogram& lateness;   ///< seconds from due time to the callback's first byte
+    /// Tasks by state, in dq::task_state's order (delayed, prefetched, running, finished,
+    /// dead, cancelled): timewheeld_tasks{state="..."}.
+    std::array<service::gauge*, 6> tasks;
+    service::gauge& tasks_due_now;        ///< delayed tasks due by now, waiting for a worker
+    service::histogram& lateness;         ///< seconds from due time to the callback's first byte
     service::histogram& callback_latency; ///< seconds from first byte sent to the response
 
     /// Counts one answered request.

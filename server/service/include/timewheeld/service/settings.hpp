@@ -53,6 +53,9 @@ struct settings {
     std::chrono::milliseconds request_timeout{30000};  ///< reading one request, writing its answer
     std::chrono::milliseconds store_timeout{5000};     ///< one store operation
     std::chrono::milliseconds shutdown_timeout{10000}; ///< in-flight requests after SIGTERM
+    /// The longest /metrics shows the task counts it read from the store (by state, due now,
+    /// the oldest due age) before it reads them again; 0: at every scrape.
+    std::chrono::milliseconds metrics_store_interval{5000};
     service::log_level log_level = service::log_level::info;
     validation_limits validation; ///< the callback's limits (the worker's too), id length...
 

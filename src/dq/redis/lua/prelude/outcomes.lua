@@ -10,6 +10,9 @@
 -- slice of an LTRIM and a field of an HDEL: a sorted set member and a log field, each added
 -- and later removed by id, cost twice that.
 local KDL = P .. 'dl'
+-- How many of KDONE's tasks are cancelled (cancel adds, forgetting subtracts): count_tasks
+-- tells finished from cancelled without reading KDONE's values.
+local KNC = P .. 'nc'
 local DONEH, DONEL, DONEN = {}, {}, 0
 local function done_add(id, end6, kind, logv)
   DONEN = DONEN + 1
@@ -53,7 +56,10 @@ local function flush_done(now)
     end
   end
   redis.call('HDEL', KDONE, unpack(ids))
-  if #logs > 0 then redis.call('HDEL', KLOG, unpack(logs)) end
+  if #logs > 0 then
+    redis.call('HDEL', KLOG, unpack(logs))
+    redis.call('DECRBY', KNC, fmt(#logs))
+  end
 end
 
 -- Forgets the oldest entries of the dead set beyond its age or count (bounded work).
