@@ -9,6 +9,7 @@ packages=(g++ clang clang-format cmake make libboost1.81-dev libboost-test1.81-d
           libhowardhinnant-date-dev # time zones for timewheel::cron (the system's tzdata)
           ninja-build lld # the build and the linker of scripts/test.sh
           libclang-rt-14-dev # libFuzzer, for scripts/fuzz.sh (the fuzz targets of fuzz/)
+          chromium chromium-driver python3-selenium # the dashboard in a browser (test/browser/)
           "$@")
 
 # One dpkg-query for all of them: a package is missing unless listed as installed.

@@ -5,8 +5,9 @@
 // origin form, a Host this service answers to, the token, an origin allowed to change state,
 // a JSON body), then its path and method to the endpoint, and the answers every endpoint
 // shares (JSON, the store's errors). The endpoints themselves live by resource in
-// routes_tasks.cpp, routes_dead.cpp, routes_schedules.cpp and routes_probes.cpp, so that
-// reading one resource's behaviour does not mean reading the others'.
+// routes_tasks.cpp, routes_dead.cpp, routes_schedules.cpp and routes_probes.cpp (and the
+// dashboard's files in routes_ui.cpp), so that reading one resource's behaviour does not
+// mean reading the others'.
 //
 #include "routes.hpp"
 
@@ -236,10 +237,16 @@ response method_not_allowed(std::string_view allow) {
 
 // --- The checks before any route ---------------------------------------------------------
 
-// Everything but the probes: a path that routes nowhere needs the token too, so that no
-// spelling of a target can reach a route unchecked.
+// The dashboard's files: /ui and what is under /ui/ (exactly: "/uix" is not).
+bool is_ui(std::string_view path) {
+    return path == "/ui" || path.starts_with("/ui/");
+}
+
+// Everything but the probes and the dashboard's files (which hold no data, and which a
+// browser's navigation cannot send a token for: routes_ui.cpp): a path that routes nowhere
+// needs the token too, so that no spelling of a target can reach a route unchecked.
 bool needs_token(std::string_view path) {
-    return path != "/healthz" && path != "/readyz";
+    return path != "/healthz" && path != "/readyz" && !is_ui(path);
 }
 
 std::string_view trim(std::string_view s) {
@@ -413,6 +420,10 @@ net::awaitable<routed> handle(api_context& ctx, const request& req) {
             auto res = co_await metrics(ctx);
             co_return routed{std::move(res), "GET /metrics"};
         }
+    }
+
+    if (is_ui(path)) {
+        co_return routed{ui_file(req, path), "GET /ui/"};
     }
 
     const auto parts = split_path(path);

@@ -4,7 +4,8 @@
 // The endpoints of the API: a parsed request in, an answer out, on the store of the
 // calling thread. server.cpp reads and writes the HTTP; the routes know what it means:
 // routes.cpp checks every request and finds its endpoint, the endpoints live by resource
-// (routes_tasks.cpp, routes_dead.cpp, routes_schedules.cpp, routes_probes.cpp). The second
+// (routes_tasks.cpp, routes_dead.cpp, routes_schedules.cpp, routes_probes.cpp), and the
+// dashboard's files next to them (routes_ui.cpp). The second
 // half of this header is what they share, private to these files.
 //
 #ifndef TIMEWHEELD_API_SRC_ROUTES_HPP
@@ -187,6 +188,9 @@ boost::asio::awaitable<response> stats(api_context& ctx);
 // routes_probes.cpp:
 boost::asio::awaitable<response> ready(api_context& ctx);
 boost::asio::awaitable<response> metrics(api_context& ctx);
+// routes_ui.cpp:
+/// The dashboard: `path` is "/ui" (a redirect to "/ui/") or starts with "/ui/".
+response ui_file(const request& req, std::string_view path);
 
 } // namespace timewheeld::api::detail
 

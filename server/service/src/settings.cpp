@@ -143,7 +143,8 @@ const std::vector<option>& options() {
          [](settings& s, std::string_view v) { s.store = v; }},
         {"token", "SECRET", "",
          "require `Authorization: Bearer SECRET` on every path but `/healthz` and "
-         "`/readyz`, which stay open for probes (compared in constant time). "
+         "`/readyz`, which stay open for probes, and the dashboard's files under "
+         "`/ui/`, which hold no data (compared in constant time). "
          "Prefer `TIMEWHEELD_TOKEN`: a flag shows in `ps`",
          [](settings& s, std::string_view v) { s.token = v; }},
         {"threads", "N", "1",
