@@ -12,6 +12,7 @@
 #include <timewheel/dq/error.hpp>
 
 #include <algorithm>
+#include <memory>
 #include <random>
 
 namespace timewheel::dq {
@@ -48,6 +49,27 @@ encoded_due encode_due(const due_time& due) noexcept {
         return {'a', tp->time_since_epoch().count()};
     }
     return {'r', std::get<duration>(due).count()};
+}
+
+error_code check_task(task& t, const limits& lim) {
+    if (t.id.empty()) {
+        t.id = generate_id();
+    }
+    error_code ec = check_id(t.id, lim);
+    if (!ec && t.payload.size() > lim.max_payload_bytes) {
+        ec = error::payload_too_large;
+    }
+    if (!ec) {
+        ec = check_due(t.due);
+    }
+    if (!ec) {
+        ec = check_policy(t.retry);
+    }
+    if (!ec && t.max_delay &&
+        (!t.replace || t.max_delay->count() < 0 || t.max_delay->count() > max_backoff_ms)) {
+        ec = error::invalid_argument;
+    }
+    return ec;
 }
 
 error_code check_policy(const retry_policy& p) {
@@ -197,23 +219,73 @@ void refuse(const store& s, store::handler<void(error_code, R...)> h, error_code
 } // namespace
 
 void store::submit(task t, handler<void(error_code, submit_result, std::string)> h) {
-    if (t.id.empty()) {
-        t.id = detail::generate_id();
-    }
-    error_code ec = detail::check_id(t.id, get_limits());
-    if (!ec && t.payload.size() > get_limits().max_payload_bytes) {
-        ec = error::payload_too_large;
-    }
-    if (!ec) {
-        ec = detail::check_due(t.due);
-    }
-    if (!ec) {
-        ec = detail::check_policy(t.retry);
-    }
-    if (ec) {
+    if (auto ec = detail::check_task(t, get_limits())) {
         return refuse(*this, std::move(h), ec);
     }
     do_submit(std::move(t), std::move(h));
+}
+
+void store::submit_many(std::vector<task> tasks,
+                        handler<void(error_code, std::vector<submit_outcome>)> h) {
+    if (tasks.empty() || tasks.size() > detail::max_batch) {
+        return refuse(*this, std::move(h), error::invalid_argument);
+    }
+    // The tasks that pass go to the store together; the others are answered here, in place.
+    std::vector<submit_outcome> out(tasks.size());
+    std::vector<task> passed;
+    std::vector<std::size_t> where; // passed[k] is tasks[where[k]]
+    passed.reserve(tasks.size());
+    where.reserve(tasks.size());
+    for (std::size_t i = 0; i < tasks.size(); ++i) {
+        out[i].ec = detail::check_task(tasks[i], get_limits());
+        out[i].id = tasks[i].id;
+        if (!out[i].ec) {
+            passed.push_back(std::move(tasks[i]));
+            where.push_back(i);
+        }
+    }
+    if (passed.empty()) {
+        return boost::asio::post(get_executor(),
+                                 boost::asio::append(std::move(h), error_code(), std::move(out)));
+    }
+    do_submit_many(std::move(passed),
+                   [h = std::move(h), out = std::move(out), where = std::move(where)](
+                       error_code ec, std::vector<submit_outcome> got) mutable {
+                       for (std::size_t k = 0; k < where.size(); ++k) {
+                           auto& o = out[where[k]];
+                           if (ec || k >= got.size()) {
+                               // The whole call failed: each of its tasks says so.
+                               o.ec = ec ? ec : error_code(error::store_error);
+                           } else {
+                               o = std::move(got[k]);
+                           }
+                       }
+                       std::move(h)(error_code(), std::move(out));
+                   });
+}
+
+// Each task submitted at once; the answers gathered, in order (see store.hpp).
+void store::do_submit_many(std::vector<task> tasks,
+                           handler<void(error_code, std::vector<submit_outcome>)> h) {
+    struct gather {
+        std::vector<submit_outcome> out;
+        std::size_t left = 0;
+        // Constructed in place: Boost 1.81's any_completion_handler recurses forever on
+        // move assignment.
+        handler<void(error_code, std::vector<submit_outcome>)> h;
+    };
+    auto g = std::make_shared<gather>(
+        gather{std::vector<submit_outcome>(tasks.size()), tasks.size(), std::move(h)});
+    for (std::size_t i = 0; i < tasks.size(); ++i) {
+        g->out[i].id = tasks[i].id;
+        do_submit(std::move(tasks[i]), [g, i](error_code ec, submit_result r, std::string) {
+            g->out[i].ec = ec;
+            g->out[i].result = r;
+            if (--g->left == 0) {
+                std::move(g->h)(error_code(), std::move(g->out));
+            }
+        });
+    }
 }
 
 void store::cancel(std::string id, handler<void(error_code, cancel_result)> h) {

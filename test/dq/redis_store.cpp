@@ -78,6 +78,11 @@ struct fixture : timewheel::test::store_fixture {
     long long task_keys() override {
         return raw_int(server(), {"DBSIZE"}) - raw_int(server(), {"EXISTS", "{t}:config"});
     }
+
+    std::unique_ptr<dq::store> another_store() override {
+        return std::make_unique<dq::redis_store>(io.get_executor(), server().config(),
+                                                 static_cast<dq::redis_store&>(*store).options());
+    }
 };
 
 std::unique_ptr<timewheel::test::store_fixture> make_fixture(dq::limits limits) {
@@ -385,6 +390,69 @@ BOOST_AUTO_TEST_CASE(the_submits_of_one_turn_go_as_one_call_a_shard_each_answere
     const auto stats = server().command(resp_command({"INFO", "commandstats"}));
     BOOST_TEST(stats.find("cmdstat_evalsha:calls=1,") != std::string::npos, stats);
     BOOST_TEST(f.status_ok("t19").state == dq::task_state::delayed);
+}
+
+namespace {
+
+// Redis's own figures for EVALSHA since the last CONFIG RESETSTAT: calls, and microseconds
+// spent in them (INFO commandstats: "cmdstat_evalsha:calls=8,usec=5723,...").
+std::pair<long long, long long> evalsha_stats() {
+    const auto stats = server().command(resp_command({"INFO", "commandstats"}));
+    const auto at = stats.find("cmdstat_evalsha:");
+    if (at == std::string::npos) {
+        return {0, 0};
+    }
+    const auto number = [&](const std::string& name) {
+        const auto p = stats.find(name + "=", at);
+        return std::stoll(stats.substr(p + name.size() + 1));
+    };
+    return {number("calls"), number("usec")};
+}
+
+} // namespace
+
+// Redis CPU per task (printed, not asserted: nothing timed is), and the call count (asserted):
+// submit_many sends one script call per shard for up to 128 tasks, all in one pipeline.
+BOOST_AUTO_TEST_CASE(submit_many_sends_one_call_per_shard_and_128_tasks) {
+    fixture f;                                            // 4 shards
+    BOOST_TEST(!std::get<0>(f.submit(make("warm", 1h)))); // loads the queue and the script
+    constexpr int n = 1000;
+    const auto batch = [](const std::string& prefix) {
+        std::vector<dq::task> ts;
+        for (int i = 0; i < n; ++i) {
+            ts.push_back(make(prefix + std::to_string(i), 1h, std::string(200, 'p')));
+        }
+        return ts;
+    };
+    // 1000 submits one after the other: a call each.
+    server().command(resp_command({"CONFIG", "RESETSTAT"}));
+    for (auto& t : batch("single-")) {
+        BOOST_REQUIRE(!std::get<0>(f.submit(std::move(t))));
+    }
+    const auto [single_calls, single_usec] = evalsha_stats();
+    BOOST_TEST(single_calls == n);
+    // The same in one submit_many.
+    server().command(resp_command({"CONFIG", "RESETSTAT"}));
+    auto many = batch("many-");
+    std::vector<int> per_shard(4);
+    for (const auto& t : many) {
+        ++per_shard[static_cast<dq::redis_store&>(*f.store).shard_of(t.id)];
+    }
+    auto [ec, out] = f.submit_many(std::move(many));
+    BOOST_REQUIRE(!ec);
+    BOOST_TEST(std::all_of(out.begin(), out.end(), [](const auto& o) {
+        return !o.ec && o.result == dq::submit_result::created;
+    }));
+    const auto [many_calls, many_usec] = evalsha_stats();
+    long long expected_calls = 0;
+    for (const int k : per_shard) {
+        expected_calls += (k + 127) / 128;
+    }
+    BOOST_TEST(many_calls == expected_calls);
+    BOOST_TEST_MESSAGE("Redis EVALSHA CPU per task: 1000 single submits "
+                       << double(single_usec) / n << " us (" << single_calls
+                       << " calls), one submit_many of 1000 " << double(many_usec) / n << " us ("
+                       << many_calls << " calls)");
 }
 
 BOOST_AUTO_TEST_CASE(a_queue_written_in_an_earlier_key_layout_is_refused_and_left_untouched) {

@@ -63,6 +63,10 @@ struct fixture : timewheel::test::store_fixture {
         return n;
     }
     long long task_keys() override { return rows("tasks") + rows("log"); }
+
+    std::unique_ptr<dq::store> another_store() override {
+        return std::make_unique<dq::sqlite_store>(io.get_executor(), sqlite());
+    }
 };
 
 std::unique_ptr<timewheel::test::store_fixture> make_fixture(dq::limits limits) {

@@ -16,6 +16,7 @@
 #include <optional>
 #include <string>
 #include <utility>
+#include <vector>
 
 namespace timewheel::dq {
 
@@ -60,6 +61,24 @@ public:
             std::forward<Token>(token),
             [](dq::store& s, auto h, task t) { s.submit(std::move(t), std::move(h)); },
             std::move(t));
+    }
+
+    /// Submits several tasks in one round trip to each shard, each answered on its own
+    /// (see store::submit_many).
+    /**
+     * @par Completion Signature
+     * @code void(boost::system::error_code ec, std::vector<submit_outcome> outcomes) @endcode
+     * `ec` is the call's own error (invalid_argument: no task, or more than
+     * detail::max_batch); each task's error, if any, is in its outcome.
+     */
+    template <typename Token = boost::asio::default_completion_token_t<executor_type>>
+    auto async_submit_many(std::vector<task> tasks, Token&& token = {}) {
+        return initiate<void(boost::system::error_code, std::vector<submit_outcome>)>(
+            std::forward<Token>(token),
+            [](dq::store& s, auto h, std::vector<task> ts) {
+                s.submit_many(std::move(ts), std::move(h));
+            },
+            std::move(tasks));
     }
 
     /// Cancels a delayed or prefetched task.

@@ -132,7 +132,9 @@ public:
         handler<void(boost::system::error_code, time_point, std::optional<time_point>)> h) override;
 
 private:
-    // dq::store's operations, their input checked there.
+    // dq::store's operations, their input checked there. (submit_many is store's default:
+    // the submits of one turn of the executor already go as one pipeline, a script call
+    // per shard for up to 128 tasks: see src/dq/redis/store_producer.cpp.)
     void do_submit(task t,
                    handler<void(boost::system::error_code, submit_result, std::string)> h) override;
     void do_cancel(std::string id,

@@ -159,6 +159,10 @@ private:
     // dq::store's operations, their input checked there.
     void do_submit(task t,
                    handler<void(boost::system::error_code, submit_result, std::string)> h) override;
+    /// The tasks in one operation: one transaction.
+    void do_submit_many(
+        std::vector<task> tasks,
+        handler<void(boost::system::error_code, std::vector<submit_outcome>)> h) override;
     void do_cancel(std::string id,
                    handler<void(boost::system::error_code, cancel_result)> h) override;
     void do_reschedule(std::string id, due_time due,

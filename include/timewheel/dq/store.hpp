@@ -91,6 +91,16 @@ public:
     /// due_out_of_range, zero_attempts, invalid_backoff.
     void submit(task t, handler<void(boost::system::error_code, submit_result, std::string)> h);
 
+    /// Submits several tasks in one round trip to each shard (dq::sqlite_store: one
+    /// transaction), in order, as if one after the other (a second task with an id submitted
+    /// earlier in the batch finds it). Completes with one outcome per task, in order: each
+    /// task is checked on its own (submit's bad input fails that task only, nothing of it
+    /// written) and the store's failures reach the tasks they hit, so that no task fails
+    /// silently. The error of the call itself: invalid_argument (no task, or more than
+    /// detail::max_batch), nothing written.
+    void submit_many(std::vector<task> tasks,
+                     handler<void(boost::system::error_code, std::vector<submit_outcome>)> h);
+
     /// Cancels a delayed or prefetched task: it never starts.
     void cancel(std::string id, handler<void(boost::system::error_code, cancel_result)> h);
 
@@ -284,6 +294,13 @@ private:
 
     virtual void
     do_submit(task t, handler<void(boost::system::error_code, submit_result, std::string)> h) = 0;
+    /// The tasks that passed their checks, never empty; `h` gets one outcome each, in order.
+    /// This default calls do_submit() for each at once and gathers the answers: right for a
+    /// store that sends the submits of one turn of its executor together (dq::redis_store,
+    /// one script call per shard).
+    virtual void
+    do_submit_many(std::vector<task> tasks,
+                   handler<void(boost::system::error_code, std::vector<submit_outcome>)> h);
     virtual void do_cancel(std::string id,
                            handler<void(boost::system::error_code, cancel_result)> h) = 0;
     virtual void do_reschedule(std::string id, due_time due,

@@ -8,6 +8,8 @@
 #ifndef TIMEWHEEL_DQ_TASK_HPP
 #define TIMEWHEEL_DQ_TASK_HPP
 
+#include <boost/system/error_code.hpp>
+
 #include <chrono>
 #include <cstddef>
 #include <cstdint>
@@ -72,10 +74,17 @@ struct task {
     std::string payload;
     /// How failures are retried.
     retry_policy retry;
-    /// When a task with this id is still delayed, give it this due time and payload instead
-    /// of answering `exists` (debounce by key). A task that is claimed, finished, dead or
-    /// cancelled is never replaced.
+    /// When a task with this id is still pending (delayed, or prefetched by a worker, which
+    /// then loses it as on a reschedule), give it this due time and payload instead of
+    /// answering `exists`. A task that is running, finished, dead or cancelled is never
+    /// replaced: the answer is `exists`, nothing changed.
     bool replace = false;
+    /// Debounce, with `replace` only: the due time a submit sets (the first one's included)
+    /// is never later than the task's creation time (its first submit, on the store's clock)
+    /// plus `max_delay`, so that a stream of replacing submits cannot put the task off for
+    /// ever. The store caps it in the same atomic step as the replacement: two producers
+    /// debouncing one id at once cannot pass it. From 0 to detail::max_backoff_ms.
+    std::optional<duration> max_delay;
 };
 
 /// What a submit did.
@@ -83,6 +92,14 @@ enum class submit_result : std::uint8_t {
     created,  ///< a new task
     exists,   ///< a task with this id is known (pending, finished, dead or cancelled): nothing done
     replaced, ///< a delayed task with this id took the new due time and payload
+};
+
+/// What store::submit_many did with one task: its error (its own bad input, or the store's
+/// failure for it: each task is answered on its own), what the submit did, and its id.
+struct submit_outcome {
+    boost::system::error_code ec;
+    submit_result result = submit_result::created;
+    std::string id;
 };
 
 /// What a cancel found.

@@ -48,7 +48,7 @@ void redis_store_impl::flush_submits() {
         const auto& m = g.members[c];
         for (std::size_t first = 0; first < m.size(); first += max_submits_per_call) {
             const std::size_t last = std::min(m.size(), first + max_submits_per_call);
-            call_args a(8 * (last - first));
+            call_args a(9 * (last - first));
             for (std::size_t k = first; k < last; ++k) {
                 const auto& t = (*batch)[m[k]].t;
                 const auto due = detail::encode_due(t.due);
@@ -60,6 +60,11 @@ void redis_store_impl::flush_submits() {
                 a.add(t.retry.base.count());
                 a.add(t.retry.cap.count());
                 a.add(std::string_view(t.replace ? "1" : "0"));
+                if (t.max_delay) {
+                    a.add(t.max_delay->count());
+                } else {
+                    a.add(std::string_view());
+                }
             }
             push_shard_script(st->req, scripts::submit(), g.shards[c], a);
             calls.emplace_back(c, first);

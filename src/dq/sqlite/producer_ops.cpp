@@ -10,6 +10,8 @@
 
 #include "engine.hpp"
 
+#include <algorithm>
+
 namespace timewheel::dq::detail {
 
 using boost::system::error_code;
@@ -34,12 +36,16 @@ submit_result sqlite_engine::submit(const task& t, char kind, std::int64_t value
         ec = error::due_out_of_range;
         return submit_result::created;
     }
+    // Debounce: never past the first submit + max_delay, capped here, in the transaction.
+    const auto capped = [&](std::int64_t created) {
+        return t.max_delay ? std::min(*due, created + t.max_delay->count()) : *due;
+    };
     if (auto r = find(t.id)) {
-        if (t.replace && r->state == delayed) {
-            query q(stmt("UPDATE tasks SET payload = ?2, due = ?3, updated = ?4 "
-                         "WHERE rowid = ?1"));
-            q.bind(1, r->rowid).bind(2, t.payload).bind(3, *due).bind(4, now).run();
-            woke_.push_back(*due);
+        if (t.replace && (r->state == delayed || r->state == prefetched)) {
+            // A prefetched task is taken back from its worker, as reschedule does.
+            query q(stmt("UPDATE tasks SET payload = ?2 WHERE rowid = ?1"));
+            q.bind(1, r->rowid).bind(2, t.payload).run();
+            delay(*r, capped(r->created), r->attempt, r->last_error, now);
             return submit_result::replaced;
         }
         return submit_result::exists;
@@ -47,14 +53,15 @@ submit_result sqlite_engine::submit(const task& t, char kind, std::int64_t value
     query q(stmt("INSERT INTO tasks(id, state, due, attempt, created, updated, max_attempts, "
                  "base, cap, last_error, payload) VALUES (?1, 0, ?2, 0, ?3, ?3, ?4, ?5, ?6, "
                  "x'', ?7)"));
-    q.bind(1, t.id).bind(2, *due).bind(3, now);
+    const auto first_due = capped(now);
+    q.bind(1, t.id).bind(2, first_due).bind(3, now);
     q.bind(4, static_cast<std::int64_t>(t.retry.max_attempts))
         .bind(5, t.retry.base.count())
         .bind(6, t.retry.cap.count())
         .bind(7, t.payload)
         .run();
     moved(-1, delayed);
-    woke_.push_back(*due);
+    woke_.push_back(first_due);
     return submit_result::created;
 }
 

@@ -217,6 +217,24 @@ void sqlite_store::do_submit(
                                         });
 }
 
+// One operation: the tasks in one transaction, in order, each with its own answer (a task's
+// due time out of range fails that task alone, having written nothing).
+void sqlite_store::do_submit_many(
+    std::vector<task> tasks,
+    handler<void(boost::system::error_code, std::vector<submit_outcome>)> h) {
+    enqueue<std::vector<submit_outcome>>(
+        engine_.get(), ex_, std::move(h),
+        [tasks = std::move(tasks)](detail::sqlite_engine& e, error_code&,
+                                   std::vector<submit_outcome>& out) {
+            out.resize(tasks.size());
+            for (std::size_t i = 0; i < tasks.size(); ++i) {
+                const auto due = detail::encode_due(tasks[i].due);
+                out[i].id = tasks[i].id;
+                out[i].result = e.submit(tasks[i], due.kind, due.ms, out[i].ec);
+            }
+        });
+}
+
 void sqlite_store::do_cancel(std::string id,
                              handler<void(boost::system::error_code, cancel_result)> h) {
     enqueue<cancel_result>(engine_.get(), ex_, std::move(h),

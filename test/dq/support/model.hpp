@@ -39,8 +39,9 @@ public:
         return it == tasks.end() ? nullptr : &it->second;
     }
 
-    // submit: created for an unknown id, replaced for a delayed one with replace, exists
-    // otherwise. The due time is learnt afterwards (set_due).
+    // submit: created for an unknown id, replaced for a pending one (delayed, or prefetched:
+    // taken back from its worker) with replace, exists otherwise. The due time is learnt
+    // afterwards (set_due).
     dq::submit_result submit(const std::string& id, bool replace, std::uint32_t max_attempts) {
         auto it = tasks.find(id);
         if (it == tasks.end()) {
@@ -49,7 +50,11 @@ public:
             tasks.emplace(id, t);
             return dq::submit_result::created;
         }
-        if (replace && it->second.state == dq::task_state::delayed) {
+        auto& t = it->second;
+        if (replace &&
+            (t.state == dq::task_state::delayed || t.state == dq::task_state::prefetched)) {
+            t.state = dq::task_state::delayed;
+            t.token.clear();
             return dq::submit_result::replaced;
         }
         return dq::submit_result::exists;

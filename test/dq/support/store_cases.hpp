@@ -18,9 +18,12 @@
 #include <boost/asio/io_context.hpp>
 #include <boost/test/unit_test.hpp>
 
+#include <algorithm>
 #include <chrono>
+#include <map>
 #include <memory>
 #include <optional>
+#include <random>
 #include <set>
 #include <string>
 #include <thread>
@@ -49,6 +52,15 @@ struct store_fixture {
 
     /// What the store holds for tasks (keys, rows): 0 when nothing was ever written.
     virtual long long task_keys() = 0;
+
+    /// Another store on the same data, on `io` (another node: its own connection to Redis;
+    /// for SQLite, a store sharing the engine, as timewheeld's threads do).
+    virtual std::unique_ptr<dq::store> another_store() = 0;
+
+    auto submit_many(std::vector<dq::task> ts, dq::store* on = nullptr) {
+        return timewheel::test::call<std::vector<dq::submit_outcome>>(
+            io, [&](auto h) { (on ? *on : *store).submit_many(std::move(ts), std::move(h)); });
+    }
 
     auto submit(dq::task t) {
         return timewheel::test::call<dq::submit_result, std::string>(
@@ -609,6 +621,278 @@ inline void earliest_due_is_the_first_delayed_task_not_a_claimed_one(store_fixtu
     BOOST_TEST(!earliest().second.has_value());
 }
 
+// --- Replace, debounce and submit_many ---------------------------------------------------------
+
+inline dq::task replacing(dq::task t, std::optional<dq::duration> max_delay = std::nullopt) {
+    t.replace = true;
+    t.max_delay = max_delay;
+    return t;
+}
+
+inline void replace_takes_back_a_prefetched_task_but_never_a_running_one(store_fixture& f) {
+    BOOST_TEST(std::get<1>(f.submit(make("a", 0ms, "one"))) == dq::submit_result::created);
+    auto c = f.claim_ok();
+    BOOST_REQUIRE_EQUAL(c.tasks.size(), 1u);
+    // Prefetched: replaced, and the worker's lease is stale.
+    auto [ec, r, id] = f.submit(replacing(make("a", 0ms, "two")));
+    BOOST_TEST(!ec);
+    BOOST_TEST(r == dq::submit_result::replaced);
+    auto st = f.status_ok("a");
+    BOOST_TEST(st.state == dq::task_state::delayed);
+    BOOST_TEST(st.payload == "two");
+    BOOST_TEST(st.attempt == 0u);
+    auto [sec, started] = f.start({{c.tasks[0].id, c.tasks[0].token}});
+    BOOST_REQUIRE(!sec);
+    BOOST_TEST(started.at(0) == dq::start_result::stale);
+    // Running: not replaced, nothing changed.
+    const auto run = f.claim_and_start();
+    BOOST_TEST(run.payload == "two");
+    BOOST_TEST(std::get<1>(f.submit(replacing(make("a", 1h, "three"), 1s))) ==
+               dq::submit_result::exists);
+    st = f.status_ok("a");
+    BOOST_TEST(st.state == dq::task_state::running);
+    BOOST_TEST(st.payload == "two");
+    // Finished: not replaced either.
+    BOOST_TEST(f.ack_one(run, dq::outcome::success()) == dq::ack_result::ok);
+    BOOST_TEST(std::get<1>(f.submit(replacing(make("a", 1h, "four")))) ==
+               dq::submit_result::exists);
+    BOOST_TEST(f.status_ok("a").state == dq::task_state::finished);
+}
+
+inline void debounce_caps_the_due_time_at_the_first_submit_plus_max_delay(store_fixture& f) {
+    // The first submit is capped too.
+    auto [ec, r, id] = f.submit(replacing(make("d", 1h, "1"), 5s));
+    BOOST_REQUIRE(!ec);
+    BOOST_TEST(r == dq::submit_result::created);
+    const auto first = f.status_ok("d");
+    BOOST_TEST((first.due == first.created + 5s));
+    // A replacement within the cap takes its own due time, earlier or later...
+    const auto soon = first.created + 2s;
+    BOOST_TEST(std::get<1>(f.submit(replacing(make("d", soon, "2"), 5s))) ==
+               dq::submit_result::replaced);
+    BOOST_TEST((f.status_ok("d").due == soon));
+    // ...and one past it stops at it, whatever max_delay the later submit gives: the cap
+    // counts from the first submit (its creation), not from this one.
+    BOOST_TEST(std::get<1>(f.submit(replacing(make("d", 1h, "3"), 4s))) ==
+               dq::submit_result::replaced);
+    auto st = f.status_ok("d");
+    BOOST_TEST((st.due == first.created + 4s));
+    BOOST_TEST((st.created == first.created));
+    BOOST_TEST(st.payload == "3");
+    // A plain replace is not capped.
+    const auto far = first.created + 10h;
+    BOOST_TEST(std::get<1>(f.submit(replacing(make("d", far, "4")))) ==
+               dq::submit_result::replaced);
+    BOOST_TEST((f.status_ok("d").due == far));
+    // max_delay without replace, or negative: refused, nothing changed.
+    auto bad = make("d", 1s, "5");
+    bad.max_delay = 1s;
+    BOOST_TEST(std::get<0>(f.submit(bad)) == error_code(dq::error::invalid_argument));
+    BOOST_TEST(std::get<0>(f.submit(replacing(make("e", 1s), -1ms))) ==
+               error_code(dq::error::invalid_argument));
+    BOOST_TEST(f.status_ok("d").payload == "4");
+    BOOST_TEST(std::get<0>(f.status("e")) == error_code(dq::error::not_found));
+}
+
+inline void debounce_from_two_stores_at_once_never_passes_the_cap(store_fixture& f) {
+    auto other = f.another_store();
+    // Both stores' submits in flight together, each with a delay around the cap: whatever
+    // their order, one creates the task and every due time stays within the cap from it.
+    constexpr int n = 200;
+    std::vector<std::optional<std::tuple<error_code, dq::submit_result>>> got(n);
+    std::mt19937 rng(42);
+    for (int i = 0; i < n; ++i) {
+        auto t = replacing(make("race", dq::duration(rng() % 4000), std::to_string(i)), 2s);
+        (i % 2 ? *other : *f.store)
+            .submit(std::move(t), [&got, i](error_code ec, dq::submit_result r, std::string) {
+                got[i].emplace(ec, r);
+            });
+    }
+    BOOST_REQUIRE(timewheel::test::run_until(
+        f.io,
+        [&] { return std::all_of(got.begin(), got.end(), [](auto& g) { return g.has_value(); }); },
+        std::chrono::seconds(60)));
+    int created = 0;
+    for (const auto& g : got) {
+        BOOST_TEST(!std::get<0>(*g));
+        created += std::get<1>(*g) == dq::submit_result::created;
+    }
+    BOOST_TEST(created == 1);
+    const auto st = f.status_ok("race");
+    BOOST_TEST((st.due <= st.created + 2s));
+    BOOST_TEST((st.due >= st.created));
+}
+
+// A random sequence of batches (new, known, repeated and bad ids; keep, replace and debounce;
+// tasks claimed, started and finished between batches) against a model of what each submit
+// must answer and what the store must hold after it.
+inline void submit_many_answers_each_task_in_order_as_the_model_says(store_fixture& f) {
+    struct known {
+        dq::task_state state = dq::task_state::delayed;
+        std::string payload;
+        dq::time_point given{};                // the due time last asked for
+        std::optional<dq::duration> max_delay; // its debounce, if any
+        std::optional<dq::time_point> created; // learnt from the store
+        std::string token;
+    };
+    std::map<std::string, known> m;
+    std::mt19937_64 rng(7);
+    auto pick = [&](std::size_t n) { return static_cast<std::size_t>(rng() % n); };
+    const auto base = f.now();
+    std::size_t seen_replaced = 0, seen_exists = 0, seen_bad = 0, seen_capped = 0;
+    for (int round = 0; round < 12; ++round) {
+        std::vector<dq::task> batch;
+        std::vector<std::optional<dq::error>> bad;
+        const auto size = 1 + pick(40);
+        for (std::size_t k = 0; k < size; ++k) {
+            // Due now (to be claimed) or within a day (to be capped or not).
+            const auto given = pick(4) == 0 ? base - 1s : base + dq::duration(pick(86400000));
+            auto t = make("id" + std::to_string(pick(30)), given,
+                          "p" + std::to_string(round) + "." + std::to_string(k));
+            switch (pick(4)) {
+            case 0:
+                break;
+            case 1:
+                t.replace = true;
+                break;
+            default:
+                t.replace = true;
+                t.max_delay = dq::duration(pick(2 * 86400000));
+                break;
+            }
+            std::optional<dq::error> b;
+            switch (pick(12)) {
+            case 0:
+                t.id = std::string("b\0d", 3);
+                b = dq::error::invalid_id;
+                break;
+            case 1:
+                t.retry.max_attempts = 0;
+                b = dq::error::zero_attempts;
+                break;
+            case 2:
+                t.replace = false;
+                t.max_delay = 1s;
+                b = dq::error::invalid_argument;
+                break;
+            case 3:
+                t.id.clear(); // generated
+                break;
+            default:
+                break;
+            }
+            batch.push_back(std::move(t));
+            bad.push_back(b);
+        }
+        auto [ec, out] = f.submit_many(batch);
+        BOOST_REQUIRE(!ec);
+        BOOST_REQUIRE_EQUAL(out.size(), batch.size());
+        std::set<std::string> touched;
+        for (std::size_t k = 0; k < batch.size(); ++k) {
+            const auto& t = batch[k];
+            const auto& o = out[k];
+            if (bad[k]) {
+                BOOST_TEST(o.ec == error_code(*bad[k]), "item " << k);
+                ++seen_bad;
+                continue;
+            }
+            BOOST_REQUIRE_MESSAGE(!o.ec, "item " << k << ": " << o.ec.message());
+            const auto id = t.id.empty() ? o.id : t.id;
+            BOOST_TEST(!id.empty());
+            if (!t.id.empty()) {
+                BOOST_TEST(o.id == t.id);
+            }
+            auto it = m.find(id);
+            dq::submit_result expected = dq::submit_result::created;
+            if (it != m.end()) {
+                const auto s = it->second.state;
+                expected =
+                    t.replace && (s == dq::task_state::delayed || s == dq::task_state::prefetched)
+                        ? dq::submit_result::replaced
+                        : dq::submit_result::exists;
+            }
+            BOOST_TEST(o.result == expected, "item " << k << " " << id);
+            if (expected == dq::submit_result::exists) {
+                ++seen_exists;
+                continue;
+            }
+            seen_replaced += expected == dq::submit_result::replaced;
+            auto& e = m[id];
+            e.state = dq::task_state::delayed;
+            e.token.clear();
+            e.payload = t.payload;
+            e.given = std::get<dq::time_point>(t.due);
+            e.max_delay = t.max_delay;
+            touched.insert(id);
+        }
+        for (const auto& id : touched) {
+            auto& e = m.at(id);
+            const auto st = f.status_ok(id);
+            if (e.created) {
+                BOOST_TEST((st.created == *e.created), id);
+            }
+            e.created = st.created;
+            auto due = e.given;
+            if (e.max_delay && *e.created + *e.max_delay < due) {
+                due = *e.created + *e.max_delay;
+                ++seen_capped;
+            }
+            BOOST_TEST(st.state == dq::task_state::delayed, id);
+            BOOST_TEST(st.payload == e.payload, id);
+            BOOST_TEST((st.due == due), id << " due " << st.due.time_since_epoch().count()
+                                           << " expected " << due.time_since_epoch().count());
+        }
+        // Move some tasks on: claim what is due (prefetched), start some, finish some.
+        dq::claim_options co;
+        co.horizon = 0ms;
+        co.batch = 8;
+        auto c = f.claim_ok(co);
+        for (const auto& ct : c.tasks) {
+            auto& e = m.at(ct.id);
+            BOOST_TEST(e.state == dq::task_state::delayed, ct.id);
+            e.state = dq::task_state::prefetched;
+            e.token = ct.token;
+            if (pick(2) == 0) {
+                auto [sec, sr] = f.start({{ct.id, ct.token}});
+                BOOST_REQUIRE(!sec);
+                BOOST_TEST(sr.at(0) == dq::start_result::started);
+                e.state = dq::task_state::running;
+                if (pick(2) == 0) {
+                    BOOST_TEST(f.ack_one(ct, dq::outcome::success()) == dq::ack_result::ok);
+                    e.state = dq::task_state::finished;
+                }
+            }
+        }
+    }
+    // The run met every answer.
+    BOOST_TEST(seen_replaced > 0u);
+    BOOST_TEST(seen_exists > 0u);
+    BOOST_TEST(seen_bad > 0u);
+    BOOST_TEST(seen_capped > 0u);
+    BOOST_TEST(std::count_if(m.begin(), m.end(), [](const auto& kv) {
+                   return kv.second.state == dq::task_state::finished;
+               }) > 0);
+}
+
+inline void submit_many_refuses_no_task_or_too_many_and_writes_nothing(store_fixture& f) {
+    BOOST_TEST(std::get<0>(f.submit_many({})) == error_code(dq::error::invalid_argument));
+    std::vector<dq::task> many(4001, make("x", 1s));
+    BOOST_TEST(std::get<0>(f.submit_many(many)) == error_code(dq::error::invalid_argument));
+    BOOST_TEST(f.task_keys() == 0);
+    // Every task bad: each answered, nothing written.
+    std::vector<dq::task> bad(3, make("y", 1s));
+    bad[0].retry.max_attempts = 0;
+    bad[1].due = dq::time_point(dq::duration(-1));
+    bad[2].id = std::string(300, 'i');
+    auto [ec, out] = f.submit_many(bad);
+    BOOST_REQUIRE(!ec);
+    BOOST_REQUIRE_EQUAL(out.size(), 3u);
+    BOOST_TEST(out[0].ec == error_code(dq::error::zero_attempts));
+    BOOST_TEST(out[1].ec == error_code(dq::error::due_out_of_range));
+    BOOST_TEST(out[2].ec == error_code(dq::error::id_too_long));
+    BOOST_TEST(f.task_keys() == 0);
+}
+
 } // namespace store_cases
 
 } // namespace timewheel::test
@@ -646,6 +930,16 @@ inline void earliest_due_is_the_first_delayed_task_not_a_claimed_one(store_fixtu
     DQ_TEST_STORE_CASE(a_new_earliest_task_publishes_a_wakeup,                                     \
                        make_fixture(timewheel::dq::limits{}))                                      \
     DQ_TEST_STORE_CASE(earliest_due_is_the_first_delayed_task_not_a_claimed_one,                   \
+                       make_fixture(timewheel::dq::limits{}))                                      \
+    DQ_TEST_STORE_CASE(replace_takes_back_a_prefetched_task_but_never_a_running_one,               \
+                       make_fixture(timewheel::dq::limits{}))                                      \
+    DQ_TEST_STORE_CASE(debounce_caps_the_due_time_at_the_first_submit_plus_max_delay,              \
+                       make_fixture(timewheel::dq::limits{}))                                      \
+    DQ_TEST_STORE_CASE(debounce_from_two_stores_at_once_never_passes_the_cap,                      \
+                       make_fixture(timewheel::dq::limits{}))                                      \
+    DQ_TEST_STORE_CASE(submit_many_answers_each_task_in_order_as_the_model_says,                   \
+                       make_fixture(timewheel::dq::limits{}))                                      \
+    DQ_TEST_STORE_CASE(submit_many_refuses_no_task_or_too_many_and_writes_nothing,                 \
                        make_fixture(timewheel::dq::limits{}))
 
 #endif // TIMEWHEEL_TEST_DQ_SUPPORT_STORE_CASES_HPP

@@ -84,6 +84,11 @@ inline bool comes_before(const task_position& a, const task_position& b, bool de
     return descending ? r < l : l < r;
 }
 
+/// A task's error, as store::submit refuses it: its id's, payload_too_large, due_out_of_range,
+/// its policy's, invalid_argument (max_delay without replace, or out of [0, max_backoff_ms]).
+/// An empty id is generated first (`t` keeps it).
+boost::system::error_code check_task(task& t, const limits& lim);
+
 /// zero_attempts or invalid_backoff.
 boost::system::error_code check_policy(const retry_policy& p);
 
