@@ -29,6 +29,7 @@
 #include <chrono>
 #include <optional>
 #include <string>
+#include <utility>
 #include <vector>
 
 namespace ts = timewheel::test;
@@ -38,6 +39,8 @@ using verb = boost::beast::http::verb;
 using namespace std::chrono_literals;
 
 namespace {
+
+using ts::epoch_ms;
 
 std::string task_body(const std::string& id, const std::string& due = R"("delay_ms": 600000)",
                       const std::string& extra = "") {
@@ -192,6 +195,178 @@ BOOST_AUTO_TEST_CASE(cancel_of_a_running_task_is_too_late) {
     BOOST_TEST_REQUIRE(log.size() == 1u);
     BOOST_TEST(log[0].at("outcome").as_string() == "success");
     BOOST_TEST(log[0].at("worker").as_string() == "test-worker");
+}
+
+BOOST_AUTO_TEST_CASE(on_conflict_replace_and_debounce_change_a_delayed_task) {
+    ts::api_service svc;
+    BOOST_TEST_REQUIRE(svc.post("/v1/tasks", task_body("oc-1")).status == 201u);
+    // keep (the default, or named): 200, the task as it was, not replaced.
+    auto kept =
+        svc.post("/v1/tasks", task_body("oc-1", R"("delay_ms": 5)", R"(, "on_conflict": "keep")"));
+    BOOST_TEST_REQUIRE(kept.status == 200u, kept);
+    BOOST_TEST(kept.json().at("replaced").as_bool() == false);
+    // replace: the new callback and due time.
+    auto far = ts::rfc3339(std::chrono::system_clock::now() + 48h);
+    far.insert(far.size() - 1, ".000"); // epoch_ms() reads milliseconds
+    auto replaced = svc.post(
+        "/v1/tasks",
+        R"({"id": "oc-1", "due_at": ")" + far +
+            R"(", "callback": {"url": "http://127.0.0.1:9/new"}, "on_conflict": "replace"})");
+    BOOST_TEST_REQUIRE(replaced.status == 200u, replaced);
+    BOOST_TEST(replaced.json().at("replaced").as_bool() == true);
+    BOOST_TEST(replaced.json().at("callback").at("url").as_string() == "http://127.0.0.1:9/new");
+    BOOST_TEST(epoch_ms(replaced.json().at("due_at").as_string()) == epoch_ms(far));
+    // debounce: the first submit is capped at created + max_delay_ms, and so are later ones.
+    auto first = svc.post("/v1/tasks", task_body("oc-2", R"("delay_ms": 3600000)",
+                                                 R"(, "on_conflict": "debounce",
+                                                    "max_delay_ms": 60000)"));
+    BOOST_TEST_REQUIRE(first.status == 201u, first);
+    const auto created = epoch_ms(svc.get("/v1/tasks/oc-2").json().at("created_at").as_string());
+    BOOST_TEST(epoch_ms(first.json().at("due_at").as_string()) <= created + 60000);
+    auto again = svc.post("/v1/tasks", task_body("oc-2", R"("delay_ms": 3600000)",
+                                                 R"(, "on_conflict": "debounce",
+                                                    "max_delay_ms": 60000)"));
+    BOOST_TEST_REQUIRE(again.status == 200u, again);
+    BOOST_TEST(again.json().at("replaced").as_bool() == true);
+    BOOST_TEST(epoch_ms(again.json().at("due_at").as_string()) == created + 60000);
+    // Bad combinations name their field, and change nothing.
+    for (const auto& [extra, field] : std::vector<std::pair<std::string, std::string>>{
+             {R"(, "on_conflict": "debounce")", "max_delay_ms"},
+             {R"(, "max_delay_ms": 5)", "max_delay_ms"},
+             {R"(, "on_conflict": "replace", "max_delay_ms": 5)", "max_delay_ms"},
+             {R"(, "on_conflict": "debounce", "max_delay_ms": -1)", "max_delay_ms"},
+             {R"(, "on_conflict": "overwrite")", "on_conflict"},
+             {R"(, "on_conflict": 1)", "on_conflict"}}) {
+        const auto r = svc.post("/v1/tasks", task_body("oc-2", R"("delay_ms": 1)", extra));
+        BOOST_TEST(r.status == 400u, extra << ": " << r);
+        BOOST_TEST(r.error_field() == field, extra);
+    }
+    BOOST_TEST(epoch_ms(svc.get("/v1/tasks/oc-2").json().at("due_at").as_string()) ==
+               created + 60000);
+}
+
+BOOST_AUTO_TEST_CASE(replace_of_a_running_task_is_refused_with_409_naming_its_state) {
+    ts::api_service svc;
+    BOOST_TEST_REQUIRE(svc.post("/v1/tasks", task_body("run-r", R"("delay_ms": 0)")).status ==
+                       201u);
+    test_worker w(svc);
+    std::optional<dq::job> held;
+    w.start([&](dq::job j) { held.emplace(std::move(j)); });
+    BOOST_TEST_REQUIRE(ts::run_until(w.io, [&] { return held.has_value(); }));
+    for (const std::string mode : {R"(, "on_conflict": "replace")",
+                                   R"(, "on_conflict": "debounce", "max_delay_ms": 1000)"}) {
+        const auto r = svc.post("/v1/tasks", task_body("run-r", R"("delay_ms": 60000)", mode));
+        BOOST_TEST(r.status == 409u, r);
+        BOOST_TEST(r.error_code() == "conflict");
+        BOOST_TEST(r.json().at("error").at("state").as_string() == "running");
+    }
+    // In a batch: that item alone.
+    const auto b = svc.post("/v1/tasks:batch", "{\"tasks\": [" +
+                                                   task_body("run-r", R"("delay_ms": 60000)",
+                                                             R"(, "on_conflict": "replace")") +
+                                                   ", " + task_body("run-other") + "]}");
+    BOOST_TEST_REQUIRE(b.status == 200u, b);
+    const auto bj = b.json();
+    const auto& results = bj.at("results").as_array();
+    BOOST_TEST_REQUIRE(results.size() == 2u);
+    BOOST_TEST(results[0].at("status").as_int64() == 409);
+    BOOST_TEST(results[0].at("error").at("state").as_string() == "running");
+    BOOST_TEST(results[0].at("error").at("index").as_int64() == 0);
+    BOOST_TEST(results[1].at("status").as_int64() == 201);
+    // The running task kept its callback.
+    BOOST_TEST(svc.get("/v1/tasks/run-r").json().at("callback").at("method").as_string() == "PUT");
+    held->succeed();
+    BOOST_TEST_REQUIRE(ts::run_until(w.io, [&] { return w.worker->stats().acked == 1; }));
+}
+
+BOOST_AUTO_TEST_CASE(a_batch_stores_its_good_items_and_names_the_bad_one_by_index_and_field) {
+    ts::api_service svc;
+    BOOST_TEST_REQUIRE(svc.post("/v1/tasks", task_body("b-old")).status == 201u);
+    const std::string items[] = {
+        task_body("b-1"),
+        task_body("b-old"), // exists: kept
+        R"({"id": "b-bad", "delay_ms": 5, "callback": {"url": "ftp://127.0.0.1/x"}})",
+        task_body("b-old", R"("delay_ms": 7000)", R"(, "on_conflict": "replace")"),
+        R"({"delay_ms": 5, "callback": {"url": "http://127.0.0.1:9/"}})", // id generated
+        R"([1, 2])",
+        task_body("b-1"), // the first item, again: found
+        R"({"id": "b-typo", "delay_ms": 5, "callbak": {}})"};
+    std::string body = R"({"tasks": [)";
+    for (std::size_t i = 0; i < std::size(items); ++i) {
+        body += (i ? ", " : "") + items[i];
+    }
+    body += "]}";
+    const auto r = svc.post("/v1/tasks:batch", body);
+    BOOST_TEST_REQUIRE(r.status == 200u, r);
+    const auto rj = r.json();
+    const auto& res = rj.at("results").as_array();
+    BOOST_TEST_REQUIRE(res.size() == std::size(items));
+    const int statuses[] = {201, 200, 400, 200, 201, 400, 200, 400};
+    for (std::size_t i = 0; i < res.size(); ++i) {
+        BOOST_TEST(res[i].at("status").as_int64() == statuses[i], "item " << i << ": " << res[i]);
+    }
+    BOOST_TEST(res[0].at("task").at("id").as_string() == "b-1");
+    BOOST_TEST(res[1].at("task").at("replaced").as_bool() == false);
+    BOOST_TEST(res[2].at("error").at("field").as_string() == "callback.url");
+    BOOST_TEST(res[2].at("error").at("index").as_int64() == 2);
+    BOOST_TEST(res[2].at("error").at("code").as_string() == "invalid_field");
+    BOOST_TEST(res[3].at("task").at("replaced").as_bool() == true);
+    const std::string generated(res[4].at("task").at("id").as_string());
+    BOOST_TEST(res[5].at("error").at("field").as_string() == "task");
+    BOOST_TEST(res[5].at("error").at("index").as_int64() == 5);
+    BOOST_TEST(res[6].at("task").at("replaced").as_bool() == false);
+    BOOST_TEST(res[7].at("error").at("field").as_string() == "callbak");
+    BOOST_TEST(res[7].at("error").at("index").as_int64() == 7);
+    // The good ones are stored; the bad ones are not.
+    BOOST_TEST(state_of(svc, "b-1") == "delayed");
+    BOOST_TEST(state_of(svc, generated) == "delayed");
+    BOOST_TEST(svc.get("/v1/tasks/b-bad").status == 404u);
+    BOOST_TEST(svc.get("/v1/tasks/b-typo").status == 404u);
+    const auto old = svc.get("/v1/tasks/b-old").json();
+    BOOST_TEST(epoch_ms(old.at("due_at").as_string()) -
+                   epoch_ms(old.at("updated_at").as_string()) ==
+               7000);
+}
+
+BOOST_AUTO_TEST_CASE(a_batch_refused_as_a_whole_stores_nothing) {
+    ts::api_service svc;
+    // 1001 tasks: 413, naming "tasks"; none stored.
+    std::string body = R"({"tasks": [)";
+    for (int i = 0; i < 1001; ++i) {
+        body += (i ? ", " : "") + task_body("many-" + std::to_string(i));
+    }
+    body += "]}";
+    const auto big = svc.post("/v1/tasks:batch", body);
+    BOOST_TEST(big.status == 413u, big);
+    BOOST_TEST(big.error_code() == "batch_too_large");
+    BOOST_TEST(big.error_field() == "tasks");
+    BOOST_TEST(svc.get("/v1/tasks/many-0").status == 404u);
+    for (const auto& [b, field] : std::vector<std::pair<std::string, std::string>>{
+             {"not json", "body"},
+             {"[]", "body"},
+             {"{}", "tasks"},
+             {R"({"tasks": {}})", "tasks"},
+             {R"({"tasks": []})", "tasks"},
+             {R"({"tasks": [], "more": 1})", "more"}}) {
+        const auto r = svc.post("/v1/tasks:batch", b);
+        BOOST_TEST(r.status == 400u, b << ": " << r);
+        BOOST_TEST(r.error_field() == field, b);
+    }
+    BOOST_TEST(svc.get("/v1/tasks:batch").status == 405u);
+    // 1000 tasks pass (one round trip to the store), each answered.
+    body = R"({"tasks": [)";
+    for (int i = 0; i < 1000; ++i) {
+        body += (i ? ", " : "") + task_body("k-" + std::to_string(i));
+    }
+    body += "]}";
+    const auto ok = svc.post("/v1/tasks:batch", body);
+    BOOST_TEST_REQUIRE(ok.status == 200u, ok.status);
+    const auto okj = ok.json();
+    const auto& res = okj.at("results").as_array();
+    BOOST_TEST_REQUIRE(res.size() == 1000u);
+    BOOST_TEST(std::all_of(res.begin(), res.end(),
+                           [](const auto& x) { return x.at("status").as_int64() == 201; }));
+    BOOST_TEST(state_of(svc, "k-999") == "delayed");
 }
 
 BOOST_AUTO_TEST_CASE(reschedule_moves_the_due_time) {

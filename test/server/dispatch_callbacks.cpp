@@ -123,6 +123,60 @@ BOOST_AUTO_TEST_CASE(with_the_sqlite_store_too) {
     std::filesystem::remove_all(dir);
 }
 
+BOOST_AUTO_TEST_CASE(debounce_under_a_stream_of_submits_fires_once_by_its_max_delay) {
+    cs::sink sink;
+    std::atomic<std::int64_t> arrived_ms{0};
+    std::atomic<int> arrivals{0};
+    sink.respond([&](const cs::recorded_request&) {
+        arrived_ms = now_ms();
+        ++arrivals;
+        return status(200);
+    });
+    ts::api_service svc(with_worker());
+    constexpr std::int64_t max_delay = 1500;
+    // Each submit puts the task 400 ms off: without the cap it would never come due while
+    // the stream goes on, so its callback arriving during the stream is the cap at work.
+    const auto body = [&](int n) {
+        return R"({"id": "deb", "delay_ms": 400, "on_conflict": "debounce", "max_delay_ms": )" +
+               std::to_string(max_delay) + R"(, "callback": {"url": )" +
+               ts::json_quote(sink.url("/hook")) + R"(, "body": "n)" + std::to_string(n) + "\"}}";
+    };
+    const auto first = svc.post("/v1/tasks", body(0));
+    BOOST_TEST_REQUIRE(first.status == 201u, first);
+    const auto created = epoch_ms(svc.get("/v1/tasks/deb").json().at("created_at").as_string());
+    std::string last_body = "n0"; // the callback of the last submit that replaced the task
+    std::int64_t last_due = epoch_ms(first.json().at("due_at").as_string());
+    int submits = 1, refused = 0;
+    const auto deadline = std::chrono::steady_clock::now() + 30s;
+    while (arrivals.load() == 0 && std::chrono::steady_clock::now() < deadline) {
+        const auto r = svc.post("/v1/tasks", body(submits));
+        if (r.status == 200u) {
+            BOOST_TEST(r.json().at("replaced").as_bool(), r);
+            last_due = epoch_ms(r.json().at("due_at").as_string());
+            BOOST_TEST(last_due <= created + max_delay, r);
+            last_body = "n" + std::to_string(submits);
+        } else {
+            // Running (or finished): past replacing.
+            BOOST_TEST(r.status == 409u, r);
+            BOOST_TEST(r.error_code() == "conflict");
+            ++refused;
+        }
+        ++submits;
+        std::this_thread::sleep_for(50ms);
+    }
+    BOOST_TEST_REQUIRE(arrivals.load() == 1, "no callback during " << submits << " submits");
+    BOOST_TEST_REQUIRE(eventually([&] { return state_of(svc, "deb") == "finished"; }), svc.log());
+    const auto requests = sink.requests();
+    BOOST_TEST_REQUIRE(requests.size() == 1u);
+    // The callback of the last submit that replaced it, never before its due time.
+    BOOST_TEST(requests[0].body == last_body);
+    BOOST_TEST(arrived_ms.load() >= last_due);
+    BOOST_TEST_MESSAGE("debounce: " << submits << " submits (" << refused
+                                    << " refused), the callback "
+                                    << arrived_ms.load() - (created + max_delay)
+                                    << " ms after created + max_delay_ms");
+}
+
 BOOST_AUTO_TEST_CASE(a_500_is_retried_then_the_task_finishes) {
     cs::sink sink;
     std::atomic<int> calls{0};

@@ -523,6 +523,12 @@ net::awaitable<routed> handle(api_context& ctx, const request& req) {
         }
         auto res = co_await stats(ctx);
         co_return routed{std::move(res), "GET /v1/stats"};
+    } else if (parts[1] == "tasks:batch" && parts.size() == 2) {
+        if (method != http::verb::post) {
+            co_return routed{method_not_allowed("POST"), "/v1/tasks:batch"};
+        }
+        auto res = co_await submit_batch(ctx, req);
+        co_return routed{std::move(res), "POST /v1/tasks:batch"};
     } else if (parts[1] == "schedules:preview" && parts.size() == 2) {
         if (method != http::verb::post) {
             co_return routed{method_not_allowed("POST"), "/v1/schedules:preview"};

@@ -159,6 +159,7 @@ private:
 /// the store holds, not what was asked).
 boost::asio::awaitable<response> task_answer(api_context& ctx, std::string id, http::status status);
 boost::asio::awaitable<response> submit(api_context& ctx, const request& req);
+boost::asio::awaitable<response> submit_batch(api_context& ctx, const request& req);
 boost::asio::awaitable<response> cancel(api_context& ctx, std::string id);
 boost::asio::awaitable<response> reschedule(api_context& ctx, std::string id, const request& req);
 boost::asio::awaitable<response> report_result(api_context& ctx, std::string id,

@@ -1,17 +1,22 @@
 //
 // server/api/src/routes_tasks.cpp
 //
-// The endpoints of one task, /v1/tasks and /v1/tasks/{id}: submit, read, cancel,
-// reschedule, and the result reported for a callback that answered 202 (handed to the result
-// sink, which may answer on another thread). Each answer shows the task as the store holds
-// it, not as it was asked for.
+// The endpoints of one task, /v1/tasks and /v1/tasks/{id}: submit (alone, or many at once
+// with /v1/tasks:batch), read, cancel, reschedule, and the result reported for a callback that
+// answered 202 (handed to the result sink, which may answer on another thread). Each answer shows
+// the task as the store holds it, not as it was asked for.
 //
 #include "routes.hpp"
 
 #include <boost/asio/dispatch.hpp>
 #include <boost/asio/executor_work_guard.hpp>
+#include <boost/json/parse.hpp>
 
+#include <algorithm>
 #include <chrono>
+#include <memory>
+#include <utility>
+#include <vector>
 
 namespace timewheeld::api::detail {
 
@@ -39,6 +44,10 @@ dq::task_status created_status(const dq::task& t, std::string id, dq::time_point
     } else {
         st.due = std::get<dq::time_point>(t.due);
     }
+    if (t.max_delay) {
+        // A debounce's first submit is capped too.
+        st.due = std::min(st.due, st.created + *t.max_delay);
+    }
     st.retry = t.retry;
     st.payload = t.payload;
     return st;
@@ -56,6 +65,82 @@ net::awaitable<response> task_answer(api_context& ctx, std::string id, http::sta
     }
     co_return json_response(status, service::status_to_json(st));
 }
+
+namespace {
+
+// A replace or debounce that found its task past replacing (running, finished, dead or
+// cancelled): 409, naming the state it has now.
+json::object not_replaced(const dq::task_status& st) {
+    const std::string state = dq::to_string(st.state);
+    const bool pending =
+        st.state == dq::task_state::delayed || st.state == dq::task_state::prefetched;
+    return json::object{
+        {"code", "conflict"},
+        {"message",
+         pending ? "the task was running when this submit reached the store (it is " + state +
+                       " now): submit again to replace it"
+                 : "the task is " + state + ": only a delayed or prefetched task is replaced"},
+        {"state", state}};
+}
+
+// What a submit that found its id answers, from the task read back: 200 with the task and
+// whether this submit replaced it, or 409 when a replace or debounce could not.
+std::pair<http::status, json::object> found_answer(const dq::task& asked, dq::submit_result r,
+                                                   const dq::task_status& st) {
+    if (r == dq::submit_result::exists && asked.replace) {
+        return {http::status::conflict, not_replaced(st)};
+    }
+    auto o = service::status_to_json(st);
+    o["replaced"] = r == dq::submit_result::replaced;
+    return {http::status::ok, std::move(o)};
+}
+
+// The statuses of `ids`, read at once (each its own round trip, all in flight together),
+// in order.
+net::awaitable<std::vector<std::pair<boost::system::error_code, dq::task_status>>>
+read_all(api_context& ctx, std::vector<std::string> ids) {
+    using result = std::vector<std::pair<boost::system::error_code, dq::task_status>>;
+    co_return co_await net::async_initiate<decltype(net::use_awaitable), void(result)>(
+        [&ctx](auto handler, std::vector<std::string> ids) {
+            using handler_type = decltype(handler);
+            struct gather {
+                result out;
+                std::size_t left;
+                handler_type h;
+            };
+            auto g = std::make_shared<gather>(
+                gather{result(ids.size()), ids.size(), std::move(handler)});
+            for (std::size_t i = 0; i < ids.size(); ++i) {
+                ctx.queue.async_status(std::move(ids[i]),
+                                       [g, i](boost::system::error_code ec, dq::task_status st) {
+                                           g->out[i] = {ec, std::move(st)};
+                                           if (--g->left == 0) {
+                                               std::move(g->h)(std::move(g->out));
+                                           }
+                                       });
+            }
+        },
+        net::use_awaitable, std::move(ids));
+}
+
+// An item of a batch's answer that failed: its status and error, the error naming the item.
+json::object item_error(unsigned status, json::object error, std::size_t index) {
+    error["index"] = static_cast<std::int64_t>(index);
+    return json::object{{"status", static_cast<std::int64_t>(status)}, {"error", std::move(error)}};
+}
+
+// The error object of an answer made by store_error() (one mapping of the store's errors).
+json::object error_of(const response& res) {
+    boost::system::error_code ec;
+    auto v = json::parse(res.body(), ec);
+    if (!ec && v.is_object() && v.get_object().contains("error") &&
+        v.get_object().at("error").is_object()) {
+        return v.get_object().at("error").get_object();
+    }
+    return json::object{{"code", "store_unavailable"}, {"message", "the store failed"}};
+}
+
+} // namespace
 
 net::awaitable<response> submit(api_context& ctx, const request& req) {
     dq::task task;
@@ -80,22 +165,109 @@ net::awaitable<response> submit(api_context& ctx, const request& req) {
         result = r;
         id = std::move(i);
     }
-    const bool created = result == dq::submit_result::created;
-    if (created) {
-        ctx.metrics.submitted.inc();
-    }
-    // "exists" (or "replaced") reads what the store holds: not what was asked.
     response res;
-    if (created) {
+    if (result == dq::submit_result::created) {
+        ctx.metrics.submitted.inc();
         res = json_response(http::status::created,
                             service::status_to_json(created_status(task, id, before)));
     } else {
-        res = co_await task_answer(ctx, id, http::status::ok);
+        // "exists" (or "replaced") reads what the store holds: not what was asked.
+        dq::task_status st;
+        {
+            timed t(ctx, "status");
+            auto [ec, s] = co_await ctx.queue.async_status(id, use_tuple);
+            if (ec) {
+                co_return store_error(ec);
+            }
+            st = std::move(s);
+        }
+        auto [status, body] = found_answer(task, result, st);
+        if (status == http::status::conflict) {
+            co_return json_response(status, json::object{{"error", std::move(body)}});
+        }
+        res = json_response(status, body);
     }
-    if (res.result() == http::status::created || res.result() == http::status::ok) {
-        res.set(http::field::location, "/v1/tasks/" + encode_segment(id));
-    }
+    res.set(http::field::location, "/v1/tasks/" + encode_segment(id));
     co_return res;
+}
+
+// Every item parsed on its own; those that pass go to the store in one submit_many (one
+// round trip per shard); those found read back together. The answer is 200 whatever the
+// items' fates: each item has its own status.
+net::awaitable<response> submit_batch(api_context& ctx, const request& req) {
+    std::vector<service::batch_item> items;
+    try {
+        items = service::parse_batch(req.body(), ctx.cfg.validation);
+    } catch (const service::batch_too_large& e) {
+        co_return json_response(http::status::payload_too_large,
+                                service::error_body("batch_too_large", e.message(), e.field()));
+    } catch (const service::invalid_field& e) {
+        co_return bad_field(e);
+    }
+    json::array results(items.size());
+    std::vector<dq::task> tasks;
+    std::vector<std::size_t> where; // tasks[k] is items[where[k]]
+    for (std::size_t i = 0; i < items.size(); ++i) {
+        if (items[i].error) {
+            const auto& e = *items[i].error;
+            auto v = json::parse(
+                service::error_body("invalid_field", e.message(), e.field(), e.position()));
+            results[i] = item_error(400, std::move(v.get_object().at("error").get_object()), i);
+        } else {
+            tasks.push_back(std::move(*items[i].task));
+            where.push_back(i);
+        }
+    }
+    std::vector<dq::submit_outcome> outs;
+    dq::time_point before;
+    if (!tasks.empty()) {
+        timed t(ctx, "submit_many");
+        before = now_ms();
+        auto [ec, o] = co_await ctx.queue.async_submit_many(tasks, use_tuple);
+        if (ec) {
+            // The call itself refused (it cannot, within max_batch_tasks): each item says so.
+            o.assign(tasks.size(), dq::submit_outcome{ec, {}, {}});
+        }
+        outs = std::move(o);
+    }
+    std::vector<std::string> found;
+    std::vector<std::size_t> found_of; // found[j] is tasks[found_of[j]]
+    for (std::size_t k = 0; k < tasks.size(); ++k) {
+        const auto& o = outs[k];
+        if (o.ec) {
+            const bool relative = std::holds_alternative<dq::duration>(tasks[k].due);
+            const auto res = store_error(o.ec, relative ? "delay_ms" : "due_at");
+            results[where[k]] = item_error(res.result_int(), error_of(res), where[k]);
+        } else if (o.result == dq::submit_result::created) {
+            ctx.metrics.submitted.inc();
+            results[where[k]] = json::object{
+                {"status", 201},
+                {"task", service::status_to_json(created_status(tasks[k], o.id, before))}};
+        } else {
+            found.push_back(o.id);
+            found_of.push_back(k);
+        }
+    }
+    if (!found.empty()) {
+        timed t(ctx, "status");
+        const auto reads = co_await read_all(ctx, std::move(found));
+        for (std::size_t j = 0; j < reads.size(); ++j) {
+            const auto k = found_of[j];
+            const auto& [ec, st] = reads[j];
+            if (ec) {
+                const auto res = store_error(ec);
+                results[where[k]] = item_error(res.result_int(), error_of(res), where[k]);
+                continue;
+            }
+            auto [status, body] = found_answer(tasks[k], outs[k].result, st);
+            if (status == http::status::conflict) {
+                results[where[k]] = item_error(409, std::move(body), where[k]);
+            } else {
+                results[where[k]] = json::object{{"status", 200}, {"task", std::move(body)}};
+            }
+        }
+    }
+    co_return json_response(http::status::ok, json::object{{"results", std::move(results)}});
 }
 
 net::awaitable<response> cancel(api_context& ctx, std::string id) {

@@ -292,10 +292,11 @@ void parse_task_template(const json::object& o, const validation_limits& limits,
     }
 }
 
-dq::task parse_submit(std::string_view body, const validation_limits& limits) {
-    const json::value v = parse_body(body);
-    const auto& o = as_object(v, "body");
-    only_known(o, "", {"id", "due_at", "delay_ms", "callback", "retry"});
+dq::task parse_submit_value(const json::value& v, const validation_limits& limits,
+                            std::string_view whole) {
+    const auto& o = as_object(v, whole);
+    only_known(o, "",
+               {"id", "due_at", "delay_ms", "callback", "retry", "on_conflict", "max_delay_ms"});
     dq::task t;
     if (const auto* id = o.if_contains("id")) {
         t.id = as_string(*id, "id");
@@ -303,7 +304,60 @@ dq::task parse_submit(std::string_view body, const validation_limits& limits) {
     }
     t.due = parse_due(o, std::nullopt);
     parse_task_template(o, limits, t.payload, t.retry);
+    std::string_view mode = "keep";
+    if (const auto* c = o.if_contains("on_conflict")) {
+        mode = as_string(*c, "on_conflict");
+        if (mode != "keep" && mode != "replace" && mode != "debounce") {
+            throw invalid_field("on_conflict", "must be keep, replace or debounce");
+        }
+    }
+    t.replace = mode != "keep";
+    const auto* max = o.if_contains("max_delay_ms");
+    if (mode == "debounce") {
+        if (!max) {
+            throw invalid_field("max_delay_ms", "is required with on_conflict debounce");
+        }
+        t.max_delay = dq::duration(
+            as_integer(*max, "max_delay_ms", 0, (dq::max_due - dq::time_point{}).count() / 2));
+    } else if (max) {
+        throw invalid_field("max_delay_ms", "only with on_conflict debounce");
+    }
     return t;
+}
+
+dq::task parse_submit(std::string_view body, const validation_limits& limits) {
+    return parse_submit_value(parse_body(body), limits);
+}
+
+std::vector<batch_item> parse_batch(std::string_view body, const validation_limits& limits) {
+    const json::value v = parse_body(body);
+    const auto& o = as_object(v, "body");
+    only_known(o, "", {"tasks"});
+    const auto* ts = o.if_contains("tasks");
+    if (!ts) {
+        throw invalid_field("tasks", "is required: an array of 1 to " +
+                                         std::to_string(max_batch_tasks) + " tasks");
+    }
+    if (!ts->is_array()) {
+        throw invalid_field("tasks", "must be an array");
+    }
+    const auto& a = ts->get_array();
+    if (a.empty()) {
+        throw invalid_field("tasks", "must hold at least one task");
+    }
+    if (a.size() > max_batch_tasks) {
+        throw batch_too_large("tasks", "holds " + std::to_string(a.size()) + " tasks; at most " +
+                                           std::to_string(max_batch_tasks));
+    }
+    std::vector<batch_item> out(a.size());
+    for (std::size_t i = 0; i < a.size(); ++i) {
+        try {
+            out[i].task = parse_submit_value(a[i], limits, "task");
+        } catch (const invalid_field& e) {
+            out[i].error = e;
+        }
+    }
+    return out;
 }
 
 dq::due_time parse_reschedule(std::string_view body) {

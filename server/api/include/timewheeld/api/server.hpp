@@ -5,7 +5,9 @@
 // own store (a Redis connection, or a view of the one SQLite database) completing on it; one
 // acceptor, whose connections are dealt to the threads in turn.
 //
-//   POST   /v1/tasks                 submit (201 created, 200 exists), the task as JSON
+//   POST   /v1/tasks                 submit (201 created, 200 exists or replaced, 409 not
+//                                    replaced: on_conflict keep|replace|debounce), the task
+//   POST   /v1/tasks:batch           up to 1000 submits at once, an answer per item
 //   GET    /v1/tasks?state=&...      the tasks of one state, a page at a time (filters: due or
 //                                    end time, id prefix, callback host)
 //   GET    /v1/tasks/{id}            state, attempts, times, last error, execution log

@@ -30,6 +30,7 @@
 #include <stdexcept>
 #include <string>
 #include <string_view>
+#include <vector>
 
 namespace timewheeld::service {
 
@@ -74,8 +75,38 @@ struct result_report {
     dq::outcome outcome;
 };
 
-/// Parses the body of POST /v1/tasks. @throws invalid_field
+/// Parses the body of POST /v1/tasks. Its optional "on_conflict" (what a submit whose id
+/// exists does) becomes dq::task::replace and max_delay: "keep" (the default: nothing),
+/// "replace" (replace), "debounce" (replace, capped at "max_delay_ms" from the first
+/// submit: required with it, refused without it). @throws invalid_field
 dq::task parse_submit(std::string_view body, const validation_limits& limits);
+
+/// parse_submit() of one JSON value (a body, or an item of a batch): the fields it names are
+/// relative to that value, and `whole` names the value itself (when it is no object).
+/// @throws invalid_field
+dq::task parse_submit_value(const boost::json::value& v, const validation_limits& limits,
+                            std::string_view whole = "body");
+
+/// The most tasks in one POST /v1/tasks:batch.
+inline constexpr std::size_t max_batch_tasks = 1000;
+
+/// A batch with more than max_batch_tasks tasks (413, not 400: a limit, not a mistake).
+class batch_too_large : public invalid_field {
+public:
+    using invalid_field::invalid_field;
+};
+
+/// One item of a batch: its task, or why it was refused (fields relative to the item).
+struct batch_item {
+    std::optional<dq::task> task;
+    std::optional<invalid_field> error;
+};
+
+/// Parses the body of POST /v1/tasks:batch: {"tasks": [...]}, 1 to max_batch_tasks items,
+/// each what POST /v1/tasks takes, each validated on its own (a bad item does not refuse
+/// the others). @throws invalid_field for the body as a whole ("body", "tasks"), and
+/// batch_too_large
+std::vector<batch_item> parse_batch(std::string_view body, const validation_limits& limits);
 
 /// Parses the body of PATCH /v1/tasks/{id}: exactly one of due_at and delay_ms.
 /// @throws invalid_field
