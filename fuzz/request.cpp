@@ -66,6 +66,8 @@ struct fixture {
     std::string path;
     std::unique_ptr<dq::sqlite_store> store;
     std::unique_ptr<dq::queue> queue;
+    // /metrics' and /v1/stats' shared count reads, as the server keeps them.
+    api::detail::store_gauges_refresh gauges;
     unsigned long runs = 0;
 
     fixture() {
@@ -197,7 +199,7 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
         return 0; // 414 by session()
     }
 
-    api::detail::api_context ctx{*f.queue, f.metrics, cfg, nullptr, f.log};
+    api::detail::api_context ctx{*f.queue, f.metrics, cfg, nullptr, f.log, f.gauges, nullptr};
     std::optional<api::detail::routed> answer;
     std::exception_ptr failure;
     bool done = false;
