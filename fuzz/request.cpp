@@ -11,7 +11,9 @@
 //   - every answer that is not 2xx is JSON {"error": {"code": "...", "message": "..."}};
 //   - every JSON answer is valid JSON, every body valid UTF-8, no header value holds CR, LF
 //     or NUL (no response splitting through an echoed id);
-//   - with a token set, a request without it is answered 2xx only by /healthz and /readyz.
+//   - with a token set, a request without it is answered 2xx only by /healthz, /readyz and
+//     the dashboard's static files (/ui/, which answer 301 and 304 without a body too, and
+//     always with their Content-Security-Policy).
 // The store is shared by the runs (a submit then a GET of the same id is reachable) and
 // replaced every 10,000 runs, so that it stays small.
 //
@@ -21,6 +23,7 @@
 
 #include <timewheeld/service/log.hpp>
 #include <timewheeld/service/metrics.hpp>
+#include <timewheeld/service/node_stats.hpp>
 #include <timewheeld/service/settings.hpp>
 
 #include <timewheel/dq/queue.hpp>
@@ -66,6 +69,9 @@ struct fixture {
     std::string path;
     std::unique_ptr<dq::sqlite_store> store;
     std::unique_ptr<dq::queue> queue;
+    // /metrics' and /v1/stats' shared count reads, as the server keeps them.
+    api::detail::store_gauges_refresh gauges;
+    service::node_stats stats{1}; // no dispatcher here: GET /v1/stats shows zeros
     unsigned long runs = 0;
 
     fixture() {
@@ -114,6 +120,10 @@ bool is_2xx(unsigned s) {
     return s >= 200 && s < 300;
 }
 
+// The route name of the dashboard's files (routes.cpp), the one thing besides the probes that
+// answers without the token: static files that hold no data.
+constexpr std::string_view ui_route = "GET /ui/";
+
 void check_answer(const api::detail::routed& r, bool authorized, bool token_set) {
     const unsigned status = r.res.result_int();
     FUZZ_CHECK(http::int_to_status(status) != http::status::unknown && status >= 200,
@@ -140,12 +150,20 @@ void check_answer(const api::detail::routed& r, bool authorized, bool token_set)
                        "an error has a code");
             FUZZ_CHECK(message && message->is_string(), "an error has a message");
         }
+    } else if (r.route == ui_route) {
+        // The dashboard's files: a file, a redirect to /ui/ or "not modified", never data.
+        FUZZ_CHECK(is_2xx(status) || ((status == 301 || status == 304) && body.empty()),
+                   "/ui/ answers a file, 301 or 304 (errors are JSON)");
     } else {
         FUZZ_CHECK(is_2xx(status), "an error answer is JSON");
     }
+    if (r.route == ui_route) {
+        FUZZ_CHECK(!r.res["Content-Security-Policy"].empty(),
+                   "every /ui/ answer carries the Content-Security-Policy");
+    }
     if (token_set && !authorized && is_2xx(status)) {
-        FUZZ_CHECK(r.route == "GET /healthz" || r.route == "GET /readyz",
-                   "without the token only /healthz and /readyz answer 2xx");
+        FUZZ_CHECK(r.route == "GET /healthz" || r.route == "GET /readyz" || r.route == ui_route,
+                   "without the token only /healthz, /readyz and the dashboard's files answer 2xx");
     }
 }
 
@@ -197,7 +215,7 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
         return 0; // 414 by session()
     }
 
-    api::detail::api_context ctx{*f.queue, f.metrics, cfg, nullptr, f.log};
+    api::detail::api_context ctx{*f.queue, f.metrics, cfg, nullptr, f.log, f.gauges, &f.stats};
     std::optional<api::detail::routed> answer;
     std::exception_ptr failure;
     bool done = false;

@@ -36,15 +36,9 @@ using timewheel::test::redis_server;
 using namespace std::chrono_literals;
 using boost::system::error_code;
 
-namespace {
+using timewheel::test::resp_command;
 
-std::string resp_command(const std::vector<std::string>& words) {
-    std::string s = "*" + std::to_string(words.size()) + "\r\n";
-    for (const auto& w : words) {
-        s += "$" + std::to_string(w.size()) + "\r\n" + w + "\r\n";
-    }
-    return s;
-}
+namespace {
 
 // An integer reply of a raw command (":N\r\n").
 long long raw_int(redis_server& srv, const std::vector<std::string>& words) {

@@ -41,15 +41,9 @@ using boost::system::error_code;
 
 BOOST_TEST_DONT_PRINT_LOG_VALUE(std::optional<dq::time_point>)
 
-namespace {
+using timewheel::test::resp_command;
 
-std::string resp_command(const std::vector<std::string>& words) {
-    std::string s = "*" + std::to_string(words.size()) + "\r\n";
-    for (const auto& w : words) {
-        s += "$" + std::to_string(w.size()) + "\r\n" + w + "\r\n";
-    }
-    return s;
-}
+namespace {
 
 redis_server& server() {
     static auto instance = std::make_unique<redis_server>();

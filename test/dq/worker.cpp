@@ -46,19 +46,13 @@ using timewheel::test::run_until;
 using namespace std::chrono_literals;
 using boost::system::error_code;
 
+using timewheel::test::resp_command;
+
 namespace {
 
 redis_server& server() {
     static auto instance = std::make_unique<redis_server>();
     return *instance;
-}
-
-std::string resp_command(const std::vector<std::string>& words) {
-    std::string s = "*" + std::to_string(words.size()) + "\r\n";
-    for (const auto& w : words) {
-        s += "$" + std::to_string(w.size()) + "\r\n" + w + "\r\n";
-    }
-    return s;
 }
 
 dq::redis_store_options small_queue() {

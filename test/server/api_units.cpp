@@ -43,6 +43,11 @@ BOOST_AUTO_TEST_CASE(rfc3339_round_trips_and_refuses_what_is_not_one) {
     BOOST_TEST((service::parse_rfc3339("1970-01-01T00:00:00Z") == dq::time_point{}));
     BOOST_TEST((service::parse_rfc3339("9999-12-31T23:59:59.999Z") == dq::max_due));
     BOOST_TEST(service::format_rfc3339(dq::max_due) == "9999-12-31T23:59:59.999Z");
+    // A time a hostile store could reply with: shown at the edges, no overflow.
+    BOOST_TEST(service::format_rfc3339(dq::time_point(dq::duration(INT64_MIN))) ==
+               "1970-01-01T00:00:00.000Z");
+    BOOST_TEST(service::format_rfc3339(dq::time_point(dq::duration(INT64_MAX))) ==
+               "9999-12-31T23:59:59.999Z");
     for (const char* bad :
          {"", "2026-11-26", "2026-11-26T01:02:03", "2026-11-26T01:02:03.Z", "2026-13-01T00:00:00Z",
           "2026-02-29T00:00:00Z", "2026-11-26T24:00:00Z", "2026-11-26T01:02:03Zjunk",

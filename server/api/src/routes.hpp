@@ -76,8 +76,9 @@ struct api_context {
     service::result_sink* sink;
     service::logger& log;
     store_gauges_refresh& gauges;
-    /// This node's callback figures (GET /v1/stats; all zero without a worker).
-    const service::node_stats* stats = nullptr;
+    /// This node's callback figures (GET /v1/stats; all zero without a worker). Never null:
+    /// the server passes its own empty one until set_node_stats() names the dispatchers'.
+    const service::node_stats* stats;
 };
 
 /// An answer, and the route it was given on (the metrics' label: "GET /v1/tasks/{id}").

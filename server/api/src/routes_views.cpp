@@ -24,9 +24,11 @@ namespace {
 
 // With the `host` filter (or a Redis id_prefix, whose scan the store bounds) a store page
 // may hold fewer entries than asked: more are read, up to these bounds, and a short page
-// with a cursor answers when they are reached (the client goes on from it).
+// with a cursor answers when they are reached (the client goes on from it). No further store
+// page is asked for past 15 ms, so that an answer stays near 20 ms however rare the match (a
+// Redis page of 100 over 1M tasks takes about 7 ms, one bounded prefix scan up to 20).
 constexpr int max_store_pages = 10;
-constexpr std::chrono::milliseconds max_list_time{50};
+constexpr std::chrono::milliseconds max_list_time{15};
 
 json::value optional_number(std::optional<std::int64_t> v) {
     return v ? json::value(*v) : json::value(nullptr);

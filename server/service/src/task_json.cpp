@@ -225,6 +225,9 @@ dq::time_point parse_rfc3339(std::string_view s) {
 
 std::string format_rfc3339(dq::time_point t) {
     using namespace std::chrono;
+    // Times come from the store too (a Redis reply is as hostile as a request): what lies
+    // outside the range the API accepts is shown at its edge, never an overflow in floor().
+    t = std::clamp(t, dq::time_point{}, dq::max_due);
     const auto days = floor<std::chrono::days>(t);
     const year_month_day ymd(days);
     const hh_mm_ss<milliseconds> tod(t - days);

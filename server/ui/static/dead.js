@@ -3,7 +3,7 @@
 
 import { api, query, segment } from './api.js';
 import { confirmButton, h, put, relative, time } from './dom.js';
-import { describe, say } from './notice.js';
+import { action } from './notice.js';
 
 export async function dead(root, ctx) {
   const cursor = ctx.params.get('cursor') ?? '';
@@ -12,15 +12,7 @@ export async function dead(root, ctx) {
     return;
   }
   const entries = Array.isArray(page.entries) ? page.entries : [];
-  const act = (what, f) => async () => {
-    try {
-      await f();
-      say(what);
-    } catch (e) {
-      say(`${what.replace(/\.$/, '')} failed: ${describe(e)}`, true);
-    }
-    ctx.reload();
-  };
+  const act = (what, f) => action(ctx, what, f);
   put(root, h('h1', {}, 'Dead letters'),
     entries.length === 0 ? h('p', { className: 'empty' }, 'No dead letters.') :
       h('table', { id: 'dead-table' },

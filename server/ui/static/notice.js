@@ -35,3 +35,19 @@ export function describe(e) {
   }
   return `the service did not answer: ${e.message}`;
 }
+
+/**
+ * A click handler that runs the request `f`, says `what` (or why it failed) and reloads the
+ * view: what every action button of the pages does.
+ */
+export function action(ctx, what, f) {
+  return async () => {
+    try {
+      await f();
+      say(what);
+    } catch (e) {
+      say(`${what.replace(/\.$/, '')} failed: ${describe(e)}`, true);
+    }
+    ctx.reload();
+  };
+}

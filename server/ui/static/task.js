@@ -6,7 +6,7 @@
 
 import { api, segment } from './api.js';
 import { badge, confirmButton, duration, h, put, relative, time } from './dom.js';
-import { describe, say, sayNext } from './notice.js';
+import { action, describe, say, sayNext } from './notice.js';
 
 const HIDDEN = '•••';
 
@@ -68,15 +68,7 @@ function timeline(t) {
 
 function actions(t, ctx) {
   const id = t.id;
-  const run = (what, f) => async () => {
-    try {
-      await f();
-      say(what);
-    } catch (e) {
-      say(`${what.replace(/\.$/, '')} failed: ${describe(e)}`, true);
-    }
-    ctx.reload();
-  };
+  const run = (what, f) => action(ctx, what, f);
   const buttons = [];
   if (t.state === 'delayed' || t.state === 'prefetched') {
     buttons.push(confirmButton('Cancel task', 'Really cancel?',

@@ -149,9 +149,11 @@ void worker_impl::on_started(error_code ec, std::vector<start_result> results,
     }
 }
 
-// A task the store has started: its handler runs now if a slot is free, else it waits.
+// A task the store has started: its handler runs now if a slot is free and no started task
+// waits for one (a report frees a slot and posts the flush that runs those, so an answer
+// arriving between the two must not jump that queue), else it waits its turn.
 void worker_impl::run_or_wait(worker_record& r) {
-    if (running_ < options_.concurrency) {
+    if (running_ < options_.concurrency && !started_waiting_.head) {
         began_running(r);
         run_handler(r);
     } else {

@@ -129,6 +129,15 @@ bool run_until(boost::asio::io_context& io, Pred done,
 /// Runs `io` for about `d` (lets written requests reach the server, for instance).
 void run_for(boost::asio::io_context& io, std::chrono::steady_clock::duration d);
 
+/// A command in RESP, the wire form redis_server::command() sends ({"SET", "k", "v"}).
+inline std::string resp_command(const std::vector<std::string>& words) {
+    std::string s = "*" + std::to_string(words.size()) + "\r\n";
+    for (const auto& w : words) {
+        s += "$" + std::to_string(w.size()) + "\r\n" + w + "\r\n";
+    }
+    return s;
+}
+
 } // namespace timewheel::test
 
 #endif // TIMEWHEEL_TEST_REDIS_SUPPORT_REDIS_FIXTURE_HPP
