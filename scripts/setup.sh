@@ -10,6 +10,7 @@ packages=(g++ clang clang-format cmake make libboost1.81-dev libboost-test1.81-d
           ninja-build lld # the build and the linker of scripts/test.sh
           libclang-rt-14-dev # libFuzzer, for scripts/fuzz.sh (the fuzz targets of fuzz/)
           chromium chromium-driver python3-selenium # the dashboard in a browser (test/browser/)
+          python3-yaml python3-jsonschema # the OpenAPI document's JSON and contract test (test/openapi/)
           "$@")
 
 # One dpkg-query for all of them: a package is missing unless listed as installed.
