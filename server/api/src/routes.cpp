@@ -7,7 +7,8 @@
 // shares (JSON, the store's errors). The endpoints themselves live by resource in
 // routes_tasks.cpp, routes_dead.cpp, routes_schedules.cpp and routes_probes.cpp (and the
 // dashboard's files in routes_ui.cpp), so that reading one resource's behaviour does not
-// mean reading the others'.
+// mean reading the others'. Every route label here ("METHOD /path") is an operation of
+// docs/openapi.yaml: test/openapi/contract.py fails otherwise.
 //
 #include "routes.hpp"
 
@@ -523,6 +524,13 @@ net::awaitable<routed> handle(api_context& ctx, const request& req) {
         }
         auto res = co_await stats(ctx);
         co_return routed{std::move(res), "GET /v1/stats"};
+    } else if (parts[1] == "openapi.json" && parts.size() == 2) {
+        // The contract, behind the token like the rest of /v1 (docs/server.md, "OpenAPI").
+        if (method != http::verb::get) {
+            co_return routed{method_not_allowed("GET"), "/v1/openapi.json"};
+        }
+        co_return routed{json_response(http::status::ok, std::string(openapi_document())),
+                         "GET /v1/openapi.json"};
     } else if (parts[1] == "tasks:batch" && parts.size() == 2) {
         if (method != http::verb::post) {
             co_return routed{method_not_allowed("POST"), "/v1/tasks:batch"};
