@@ -19,6 +19,7 @@
 # Usage: contract.py --timewheeld BUILD/server/timewheeld [--store sqlite|redis]
 
 import argparse
+import concurrent.futures
 import copy
 import http.client
 import http.server
@@ -467,6 +468,35 @@ def schedules(client, recv):
     client.refused_by_document('POST', '/v1/schedules:preview', {'cron': '* * * * *', 'count': 0})
 
 
+def every_operation_answers_503_once_the_store_is_gone(client, contract, svc):
+    """(Redis) The redis-server ended (by its PID): each operation, given the document's own
+    example body, answers what the document lists, and 503 with Retry-After where it lists one
+    (the probes' and the document's answers need no store; /metrics shows the last values)."""
+    redis = svc.procs[0]
+    redis.terminate()
+    redis.wait(20)
+    time.sleep(1.1)  # past the second for which /v1/stats reuses the last counts
+
+    def send(operation):
+        method, template, op = operation
+        body = None
+        if 'requestBody' in op:
+            media = inline(contract.doc, op['requestBody'])['content']['application/json']
+            body = media['example'] if 'example' in media else next(iter(media['examples'].values()))['value']
+        target = template.replace('{id}', 'x') + ('?state=delayed' if (method, template) == ('GET', '/v1/tasks') else '')
+        return target, client.send(method, target, body and json.dumps(body).encode(),
+                                   {'Content-Type': 'application/json'})
+
+    operations = list(contract.operations())
+    # All at once: each waits for --store-timeout-ms.
+    with concurrent.futures.ThreadPoolExecutor(len(operations)) as pool:
+        answers = list(pool.map(send, operations))
+    for (method, template, op), (target, (status, headers, raw)) in zip(operations, answers):
+        contract.answer(method, template, status, headers, raw)
+        if '503' in op['responses'] and template != '/v1/tasks/{id}/result':
+            check(status == 503, f'{method} {target} without its store: {status} {raw[:200]!r}')
+
+
 def every_operation_was_answered(contract):
     missing = [f'{m} {t}' for m, t, _ in contract.operations() if (m, t) not in contract.answered]
     check(not missing, f'operations of the document the test never reached: {missing}')
@@ -496,7 +526,8 @@ def main():
     recv = f'http://127.0.0.1:{server.server_address[1]}'
     started = time.monotonic()
     with tempfile.TemporaryDirectory() as tmp:
-        svc = Service(args.timewheeld, args.store, tmp, TOKEN, ['--result-deadline-ms', '60000'])
+        svc = Service(args.timewheeld, args.store, tmp, TOKEN,
+                      ['--result-deadline-ms', '60000', '--store-timeout-ms', '500'])
         try:
             client = Client(svc, contract)
             probes_and_the_document(client, contract)
@@ -508,6 +539,8 @@ def main():
             tasks(client, recv)
             callbacks(client, svc, recv)
             schedules(client, recv)
+            if args.store == 'redis':
+                every_operation_answers_503_once_the_store_is_gone(client, contract, svc)
             every_operation_was_answered(contract)
         except Failed as e:
             print(f'FAILED: {e}', file=sys.stderr)
