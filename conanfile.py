@@ -33,7 +33,9 @@ class timewheelRecipe(ConanFile):
                        "dq_sqlite": False, "server": False}
 
     # Sources are located in the same place as this recipe, copy them to the recipe
-    exports_sources = "CMakeLists.txt", "LICENSE", "src/*", "include/*", "cmake/*", "server/*"
+    # (docs/openapi.json: timewheeld compiles its OpenAPI document in, server/api/CMakeLists.txt)
+    exports_sources = ("CMakeLists.txt", "LICENSE", "src/*", "include/*", "cmake/*", "server/*",
+                       "docs/openapi.json")
 
     def set_version(self):
         # One source of truth: project(timewheel VERSION x.y.z ...) in CMakeLists.txt.
