@@ -22,7 +22,9 @@ def generated(repo):
         # safe_load would read an unquoted time as a datetime: json.dumps then refuses it,
         # so that nothing but JSON's own types reaches the document.
         document = yaml.safe_load(f)
-    return json.dumps(document, indent=2, ensure_ascii=False) + '\n'
+    # ASCII only (anything else as \u escapes): the build cuts it into C++ literals at any
+    # byte (server/api/embed_openapi.cmake), which must never split a UTF-8 sequence.
+    return json.dumps(document, indent=2, ensure_ascii=True) + '\n'
 
 
 def main():

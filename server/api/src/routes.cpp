@@ -529,7 +529,7 @@ net::awaitable<routed> handle(api_context& ctx, const request& req) {
         if (method != http::verb::get) {
             co_return routed{method_not_allowed("GET"), "/v1/openapi.json"};
         }
-        co_return routed{json_response(http::status::ok, std::string(openapi_document())),
+        co_return routed{json_response(http::status::ok, openapi_document()),
                          "GET /v1/openapi.json"};
     } else if (parts[1] == "tasks:batch" && parts.size() == 2) {
         if (method != http::verb::post) {
