@@ -172,9 +172,10 @@ struct dispatcher::state : std::enable_shared_from_this<dispatcher::state> {
         co_return o;
     }
 
-    // Stores the notice task (once: a notice that exists is kept). An error that is the
-    // input's (dq::error: it cannot get better) is no error here: the end goes on without a
-    // notice rather than never.
+    // Stores the notice task (once: a notice that exists is kept). The store refusing the
+    // notice itself (an id or payload over its limits: a task a dq producer submitted, not
+    // the API, which keeps room for both) cannot get better: the end goes on without a notice
+    // rather than never. The store's failures (store_full, store_timeout...) are errors.
     net::awaitable<boost::system::error_code> submit_notice(const service::notice& n) {
         dq::task t;
         t.id = service::notice_id(n.task_id);
@@ -184,7 +185,8 @@ struct dispatcher::state : std::enable_shared_from_this<dispatcher::state> {
             co_await producer.async_submit(std::move(t), net::as_tuple(net::use_awaitable));
         (void)result; // created, or exists: made once
         (void)id;
-        if (ec.category() == dq::error_category()) {
+        if (ec == dq::error::id_too_long || ec == dq::error::invalid_id ||
+            ec == dq::error::payload_too_large) {
             co_return boost::system::error_code();
         }
         co_return ec;
