@@ -10,6 +10,7 @@ packages=(g++ clang clang-format cmake make libboost1.81-dev libboost-test1.81-d
           ninja-build lld # the build and the linker of scripts/test.sh
           libclang-rt-14-dev # libFuzzer, for scripts/fuzz.sh (the fuzz targets of fuzz/)
           chromium chromium-driver python3-selenium # the dashboard in a browser (test/browser/)
+          prometheus # promtool and a real Prometheus for monitoring/'s alerts (test/monitoring/)
           "$@")
 
 # One dpkg-query for all of them: a package is missing unless listed as installed.
@@ -27,3 +28,8 @@ sudo=""
 export DEBIAN_FRONTEND=noninteractive
 $sudo apt-get update -qq
 $sudo apt-get install -y -qq --no-install-recommends "${missing[@]}"
+# The tests start Prometheus themselves, on 127.0.0.1; the package's own service (on every
+# interface, :9090) is not wanted on a build machine.
+if [[ " ${missing[*]} " == *" prometheus "* ]] && [ -d /run/systemd/system ]; then
+  $sudo systemctl disable --now prometheus || true
+fi

@@ -27,6 +27,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <cstdint>
 #include <optional>
 #include <string>
 #include <utility>
@@ -509,6 +510,33 @@ BOOST_AUTO_TEST_CASE(probes_and_metrics) {
     BOOST_TEST(svc.get("/healthz").status == 200u);
     const auto submit = svc.post("/v1/tasks", task_body("m-2"));
     BOOST_TEST(submit.status == 503u, submit);
+}
+
+// The worker's store failures have no request to answer them: /metrics counts them by
+// operation (at 0 from the start, so that an alert on their increase sees the first one).
+BOOST_AUTO_TEST_CASE(a_worker_whose_store_goes_away_counts_its_failed_operations) {
+    ts::api_service::options o;
+    o.worker = true;
+    ts::api_service svc(o);
+    // The sum of timewheeld_store_errors_total over the worker's operations, as scraped.
+    const auto worker_errors = [&] {
+        const auto m = svc.get("/metrics");
+        BOOST_TEST_REQUIRE(m.status == 200u, m);
+        std::uint64_t sum = 0;
+        for (const char* op :
+             {"claim", "start", "acknowledge", "renew", "release", "wait_wakeup"}) {
+            const std::string series =
+                "timewheeld_store_errors_total{op=\"" + std::string(op) + "\"} ";
+            const auto at = m.body.find(series);
+            BOOST_TEST_REQUIRE(at != std::string::npos, "missing: " << series);
+            sum += std::stoull(m.body.substr(at + series.size()));
+        }
+        return sum;
+    };
+    BOOST_TEST(worker_errors() == 0u);
+    svc.redis().stop();
+    BOOST_TEST(ts::eventually([&] { return worker_errors() > 0; }),
+               "no worker store error counted");
 }
 
 BOOST_AUTO_TEST_SUITE_END()

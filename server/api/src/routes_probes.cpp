@@ -32,6 +32,7 @@ net::awaitable<void> refresh_store_gauges(api_context& ctx) {
     timed t(ctx, "count_tasks");
     auto [ec, counts] = co_await ctx.queue.async_count_tasks(use_tuple);
     if (ec) {
+        ctx.metrics.store_error("count_tasks");
         ctx.log.debug("task_counts", {{"error", ec.message()}});
         co_return;
     }

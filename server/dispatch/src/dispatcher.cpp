@@ -76,13 +76,19 @@ struct dispatcher::state : std::enable_shared_from_this<dispatcher::state> {
         , stats_shard(stats_shard)
         , producer(store)
         , client(io.get_executor(), opt.client)
-        , worker(store, worker_options(opt), [this](dq::job j) {
+        , worker(store, worker_options(opt, m), [this](dq::job j) {
             // The job is the coroutine's: it may give its slot back while it waits.
             net::co_spawn(this->io, run(shared_from_this(), std::move(j)), net::detached);
         }) {}
 
-    static dq::worker_options worker_options(const options& opt) {
+    static dq::worker_options worker_options(const options& opt,
+                                             service::service_metrics& metrics) {
         dq::worker_options w;
+        // Retried by the worker after a backoff; counted, so that an operator sees the store
+        // failing before the backlog shows it.
+        w.on_error = [&metrics](std::string_view what, boost::system::error_code) {
+            metrics.store_error(what);
+        };
         w.claim.worker = opt.worker_name;
         // The lease outlives a call by far: a running task's lease is renewed anyway.
         w.claim.lease = opt.lease.count() > 0

@@ -192,6 +192,17 @@ std::string metrics_registry::render() const {
     return out;
 }
 
+namespace {
+
+counter& store_errors(metrics_registry& r, std::string_view op) {
+    return r.counter("timewheeld_store_errors_total",
+                     "Store operations that failed outside a request: the workers' and the "
+                     "gauges' reads, by operation.",
+                     {{"op", std::string(op)}});
+}
+
+} // namespace
+
 service_metrics::service_metrics(metrics_registry& r)
     : registry(r)
     , submitted(r.counter("timewheeld_tasks_submitted_total", "Tasks created by POST /v1/tasks."))
@@ -220,6 +231,11 @@ service_metrics::service_metrics(metrics_registry& r)
                                    "From a callback's first byte sent to its response.",
                                    histogram::latency_bounds())) {
     store_round_trip("submit");
+    // Shown at 0 from the start: an alert on their increase sees the first error too.
+    for (const char* op :
+         {"claim", "start", "acknowledge", "renew", "release", "wait_wakeup", "count_tasks"}) {
+        store_errors(r, op);
+    }
     static constexpr const char* states[] = {"delayed",  "prefetched", "running",
                                              "finished", "dead",       "cancelled"};
     for (std::size_t i = 0; i < tasks.size(); ++i) {
@@ -235,6 +251,10 @@ void service_metrics::request(std::string_view route, unsigned status) {
         .counter("timewheeld_http_requests_total", "API requests answered, by route and status.",
                  {{"route", std::string(route)}, {"status", std::to_string(status)}})
         .inc();
+}
+
+void service_metrics::store_error(std::string_view op) {
+    store_errors(registry, op).inc();
 }
 
 histogram& service_metrics::store_round_trip(std::string_view op) {

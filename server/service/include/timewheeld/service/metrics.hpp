@@ -125,7 +125,7 @@ private:
  * trip (by operation). The callback side fills: fired, succeeded, retried, dead, in flight,
  * lateness (due time to first byte sent), callback latency. Read from the store (at most
  * every settings::metrics_store_interval): the tasks by state, those due now, the oldest
- * due age.
+ * due age. Both: store errors (by operation) where no answer shows them.
  */
 struct service_metrics {
     explicit service_metrics(metrics_registry& r);
@@ -152,6 +152,10 @@ struct service_metrics {
     void request(std::string_view route, unsigned status);
     /// Times one store operation ("submit", "status"...).
     service::histogram& store_round_trip(std::string_view op);
+    /// Counts a store operation that failed where no request answers it: a worker's ("claim",
+    /// "start", "acknowledge", "renew", "release", "wait_wakeup") or the gauges' read
+    /// ("count_tasks"). The API's own store failures show as its 503 answers.
+    void store_error(std::string_view op);
 };
 
 } // namespace timewheeld::service
