@@ -133,6 +133,29 @@ BOOST_AUTO_TEST_CASE(every_bad_field_is_named_and_nothing_is_stored) {
          "retry.cap_ms"},
         {"v32", with("v32", R"("delay_ms": 1, "retry": {"jitter": true}, )" + cb), "retry.jitter"},
         {"v33", with("v33", R"("delay_ms": 1, "retry": 3, )" + cb), "retry"},
+        // Completion notices: the callback's rules, the fields named under the target.
+        {"n1",
+         with(
+             "n1",
+             R"("delay_ms": 1, "callback": {"url": "http://h/", "on_success": {"url": "ftp://h/"}})"),
+         "callback.on_success.url"},
+        {"n2",
+         with(
+             "n2",
+             R"("delay_ms": 1, "callback": {"url": "http://h/", "on_failure": {"url": "http://h/", "headers": {"Host": "x"}}})"),
+         "callback.on_failure.headers.Host"},
+        {"n3",
+         with("n3",
+              R"("delay_ms": 1, "callback": {"url": "http://h/", "on_success": "http://h/"})"),
+         "callback.on_success"},
+        {"n4",
+         with(
+             "n4",
+             R"("delay_ms": 1, "callback": {"url": "http://h/", "on_success": {"url": "http://h/", "method": "PUT"}})"),
+         "callback.on_success.method"},
+        {"n5", with("n5", R"("delay_ms": 1, "callback": {"url": "http://h/", "on_failure": {}})"),
+         "callback.on_failure.url"},
+        {"n6~notice", with("n6~notice", R"("delay_ms": 1, )" + cb), "id"},
         {"", R"({"id": "", "delay_ms": 1, )" + cb + "}", "id"},
         {"", R"({"id": 42, "delay_ms": 1, )" + cb + "}", "id"},
         {"", R"({"id": ")" + std::string(300, 'x') + R"(", "delay_ms": 1, )" + cb + "}", "id"},
@@ -158,6 +181,42 @@ BOOST_AUTO_TEST_CASE(every_bad_field_is_named_and_nothing_is_stored) {
     BOOST_TEST(svc.post("/v1/tasks", with("good", R"("delay_ms": 1000, )" + cb)).status == 201u);
     // (which the same look-up sees)
     BOOST_TEST(!svc.redis().command("*2\r\n$4\r\nKEYS\r\n$5\r\n*:t:*\r\n").starts_with("*0\r\n"));
+}
+
+// A notice's id is the task's and "~notice": no submitted id ends so, and a task with
+// notices leaves room for it within the 256 bytes of an id, alone or in a batch.
+BOOST_AUTO_TEST_CASE(completion_notices_keep_their_id_suffix_and_its_room) {
+    ts::api_service svc;
+    const std::string notices =
+        R"("callback": {"url": "http://127.0.0.1:9/hook", "on_success": {"url": "http://127.0.0.1:9/done"}})";
+    const std::string fits(249, 'f');
+    const std::string too_long(250, 'g');
+    const auto refused = svc.post("/v1/tasks", with(too_long, R"("delay_ms": 60000, )" + notices));
+    BOOST_TEST(refused.status == 400u, refused);
+    BOOST_TEST(refused.error_field() == "id");
+    BOOST_TEST(refused.body.find("~notice") != std::string::npos, refused);
+    BOOST_TEST(svc.get("/v1/tasks/" + too_long).status == 404u);
+    // The same id without notices, and one byte shorter with them, are taken.
+    BOOST_TEST(svc.post("/v1/tasks", with(too_long, R"("delay_ms": 60000, )" + cb)).status == 201u);
+    const auto kept = svc.post("/v1/tasks", with(fits, R"("delay_ms": 60000, )" + notices));
+    BOOST_TEST_REQUIRE(kept.status == 201u, kept);
+    BOOST_TEST(kept.json().at("callback").at("on_success").at("url") == "http://127.0.0.1:9/done");
+
+    const auto reserved = svc.post("/v1/tasks", with("x~notice", R"("delay_ms": 60000, )" + cb));
+    BOOST_TEST(reserved.status == 400u, reserved);
+    BOOST_TEST(reserved.error_field() == "id");
+    BOOST_TEST(reserved.body.find("completion notice") != std::string::npos, reserved);
+    const auto batch = svc.post("/v1/tasks:batch",
+                                R"({"tasks": [)" + with("b1", R"("delay_ms": 60000, )" + cb) +
+                                    ", " + with("b1~notice", R"("delay_ms": 60000, )" + cb) + "]}");
+    BOOST_TEST_REQUIRE(batch.status == 200u, batch);
+    const auto answer = batch.json();
+    const auto& results = answer.at("results").as_array();
+    BOOST_TEST(results.at(0).at("status") == 201);
+    BOOST_TEST(results.at(1).at("status") == 400);
+    BOOST_TEST(results.at(1).at("error").at("field") == "id");
+    BOOST_TEST(results.at(1).at("error").at("index") == 1);
+    BOOST_TEST(svc.get("/v1/tasks/b1~notice").status == 404u);
 }
 
 // The error of a refused callback names what was wrong in words, not only its field.

@@ -79,6 +79,37 @@ BOOST_AUTO_TEST_CASE(errors_name_the_field) {
 
 // The headers the worker refuses, the API refuses too (it parses with this same code):
 // each with the field it names.
+BOOST_AUTO_TEST_CASE(notice_targets_round_trip_and_name_their_fields) {
+    const auto spec = parse_callback(std::string_view(
+        R"({"url": "http://h/", "on_success": {"url": "https://n.example/ok",
+            "headers": {"X-Key": "k"}}, "on_failure": {"url": "http://n.example/ko"}})"));
+    BOOST_TEST_REQUIRE(spec.on_success.has_value());
+    BOOST_TEST(spec.on_success->url == "https://n.example/ok");
+    BOOST_TEST(spec.on_success->headers.size() == 1u);
+    BOOST_TEST_REQUIRE(spec.on_failure.has_value());
+    BOOST_TEST(spec.on_failure->headers.empty());
+    BOOST_TEST((parse_callback(boost::json::value(to_json(spec))) == spec));
+    BOOST_TEST(!parse_callback(std::string_view(R"({"url": "http://h/"})")).on_success);
+
+    BOOST_TEST(refused_field(R"({"url": "http://h/", "on_success": 1})") == "on_success");
+    BOOST_TEST(refused_field(R"({"url": "http://h/", "on_success": {}})") == "on_success.url");
+    BOOST_TEST(refused_field(R"({"url": "http://h/", "on_failure": {"url": "http://u:p@h/"}})") ==
+               "on_failure.url");
+    BOOST_TEST(refused_field(R"({"url": "http://h/", "on_failure": {"url": "http://h/",
+                                 "body": "x"}})") == "on_failure.body");
+    BOOST_TEST(refused_field(R"({"url": "http://h/", "on_success": {"url": "http://h/",
+                                 "headers": {"Timewheel-Attempt": "1"}}})") ==
+               "on_success.headers.Timewheel-Attempt");
+    BOOST_TEST(refused_field(R"({"url": "http://h/", "on_success": {"url": "http://h/",
+                                 "headers": {"X": "a\nb"}}})") == "on_success.headers.X");
+    payload_limits small;
+    small.max_url_length = 20;
+    BOOST_TEST(
+        refused_field(
+            R"({"url": "http://h/", "on_success": {"url": "http://h/aaaaaaaaaaaaaaaaaaaa"}})",
+            small) == "on_success.url");
+}
+
 BOOST_AUTO_TEST_CASE(headers_the_client_sets_are_refused) {
     for (const char* name :
          {"User-Agent", "user-agent", "Expect", "Timewheel-Signature", "timewheel-anything",

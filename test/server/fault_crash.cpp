@@ -8,7 +8,8 @@
 // and being delivered when the process dies. The restarted node takes back the dead one's
 // claims once their lease has run out (--lease-ms, short here). The duplicates (a callback
 // made whose success was not yet recorded) are reported, not judged: delivery is at least
-// once.
+// once. And a node killed during a task's last attempt: the task dies when its lease runs
+// out, and its failure notice, stored before that attempt's call, is still made.
 //
 #define BOOST_TEST_MODULE server_fault_crash
 #include <boost/test/unit_test.hpp>
@@ -88,4 +89,50 @@ BOOST_AUTO_TEST_CASE(kill_9_under_load_with_the_redis_store_loses_no_accepted_ta
                      *boost::unit_test::precondition(ts::redis_available())) {
     ts::redis_server redis;
     crash_and_recover("redis://127.0.0.1:" + std::to_string(redis.port()) + "/crash");
+}
+
+// The notice of a last attempt is stored before its call: killed during the call, the node
+// reports nothing; the restarted node's claim finds the lease run out with no attempt left
+// (dead), and the notice posts that end.
+BOOST_AUTO_TEST_CASE(kill_9_during_a_last_attempt_still_sends_its_failure_notice) {
+    const ts::temp_dir dir("timewheeld-crash-notice");
+    cs::sink sink;
+    sink.respond([](const cs::recorded_request& r) {
+        cs::reply rep;
+        if (r.target == "/hook") {
+            rep.act = cs::reply::action::hang;
+        }
+        return rep;
+    });
+    ts::service_node node({.store = ts::sqlite_store_url(dir), .args = {"--lease-ms", "1000"}});
+    const auto created = node.post(
+        "/v1/tasks",
+        R"({"id": "last-1", "delay_ms": 0, "retry": {"attempts": 1}, "callback": {"url": )" +
+            ts::json_quote(sink.url("/hook")) + R"(, "on_failure": {"url": )" +
+            ts::json_quote(sink.url("/failed")) + "}}}");
+    BOOST_TEST_REQUIRE(created.status == 201u, created);
+    BOOST_TEST_REQUIRE(ts::eventually([&] { return !sink.requests().empty(); }), node.log());
+    node.kill9();
+    BOOST_TEST(sink.requests().size() == 1u); // the call, and no notice yet
+    node.start();
+    const auto failed = [&] {
+        std::vector<cs::recorded_request> out;
+        for (const auto& r : sink.requests()) {
+            if (r.target == "/failed") {
+                out.push_back(r);
+            }
+        }
+        return out;
+    };
+    BOOST_TEST_REQUIRE(ts::eventually([&] { return !failed().empty(); }), node.log());
+    const auto notices = failed();
+    BOOST_TEST_REQUIRE(notices.size() == 1u);
+    const auto body = boost::json::parse(notices[0].body);
+    BOOST_TEST(body.at("task_id") == "last-1", notices[0].body);
+    BOOST_TEST(body.at("state") == "dead", notices[0].body);
+    const auto& log = body.at("log").as_array();
+    BOOST_TEST_REQUIRE(log.size() == 1u, notices[0].body);
+    BOOST_TEST(log[0].at("outcome") == "lease_expired", notices[0].body);
+    // The hook was called once: the task did not run again.
+    BOOST_TEST(sink.requests().size() == 2u);
 }

@@ -84,7 +84,7 @@ struct task {
     /// plus `max_delay`, so that a stream of replacing submits cannot put the task off for
     /// ever. The store caps it in the same atomic step as the replacement: two producers
     /// debouncing one id at once cannot pass it. From 0 to detail::max_backoff_ms.
-    std::optional<duration> max_delay;
+    std::optional<duration> max_delay{};
 };
 
 /// What a submit did.

@@ -90,15 +90,64 @@ void parse_headers(const json::value& h, const std::string& what,
         out.emplace_back(std::move(name), std::string(value));
     }
 }
+
+void check_url(const std::string& u, const std::string& field, const payload_limits& limits) {
+    url parsed;
+    boost::system::error_code ec;
+    std::string why;
+    if (!parse_url(u, limits.max_url_length, parsed, ec, why))
+        throw payload_error(field, why);
+}
+
+json::object headers_json(const std::vector<std::pair<std::string, std::string>>& list) {
+    json::object h;
+    for (const auto& [name, value] : list)
+        h[name] = value;
+    return h;
+}
 } // namespace
+
+notice_target parse_notice_target(const json::value& v, const payload_limits& limits,
+                                  std::string_view field) {
+    const std::string f(field);
+    if (!v.is_object())
+        throw payload_error(f, "must be an object with a url (and headers)");
+    const auto& o = v.get_object();
+    for (const auto& kv : o) {
+        if (kv.key() != "url" && kv.key() != "headers")
+            throw payload_error(f + "." + (kv.key().empty() ? "\"\"" : std::string(kv.key())),
+                                "unknown field (a notice target has url and headers)");
+    }
+    notice_target t;
+    const auto* u = o.if_contains("url");
+    if (!u)
+        throw payload_error(f + ".url", "is required");
+    t.url = want_string(*u, f + ".url");
+    check_url(t.url, f + ".url", limits);
+    if (const auto* h = o.if_contains("headers")) {
+        std::size_t count = 0;
+        std::size_t bytes = 0;
+        parse_headers(*h, f + ".headers", t.headers, {}, count, bytes, limits);
+    }
+    return t;
+}
+
+json::object to_json(const notice_target& target) {
+    json::object o;
+    o["url"] = target.url;
+    if (!target.headers.empty())
+        o["headers"] = headers_json(target.headers);
+    return o;
+}
 
 callback_spec parse_callback(const json::value& v, const payload_limits& limits) {
     if (!v.is_object())
         throw payload_error("callback", "must be an object");
     const auto& o = v.get_object();
     for (const auto& kv : o) {
-        static constexpr std::array<std::string_view, 6> known = {
-            "url", "method", "headers", "secret_headers", "body", "timeout_ms"};
+        static constexpr std::array<std::string_view, 8> known = {
+            "url",  "method",     "headers",    "secret_headers",
+            "body", "timeout_ms", "on_success", "on_failure"};
         if (std::find(known.begin(), known.end(), std::string_view(kv.key())) == known.end())
             // An empty key is named by its JSON spelling: an error always names a field.
             throw payload_error(kv.key().empty() ? "\"\"" : std::string(kv.key()), "unknown field");
@@ -109,13 +158,7 @@ callback_spec parse_callback(const json::value& v, const payload_limits& limits)
     if (!u)
         throw payload_error("url", "is required");
     spec.url = want_string(*u, "url");
-    {
-        url parsed;
-        boost::system::error_code ec;
-        std::string why;
-        if (!parse_url(spec.url, limits.max_url_length, parsed, ec, why))
-            throw payload_error("url", why);
-    }
+    check_url(spec.url, "url", limits);
 
     if (const auto* m = o.if_contains("method")) {
         spec.method = want_string(*m, "method");
@@ -154,6 +197,11 @@ callback_spec parse_callback(const json::value& v, const payload_limits& limits)
                                                   std::to_string(limits.max_timeout.count()));
         spec.timeout = std::chrono::milliseconds(ms);
     }
+
+    if (const auto* t = o.if_contains("on_success"))
+        spec.on_success = parse_notice_target(*t, limits, "on_success");
+    if (const auto* t = o.if_contains("on_failure"))
+        spec.on_failure = parse_notice_target(*t, limits, "on_failure");
     return spec;
 }
 
@@ -174,12 +222,8 @@ json::object to_json(const callback_spec& spec) {
     o["url"] = spec.url;
     o["method"] = spec.method;
     auto headers = [&](const char* key, const auto& list) {
-        if (list.empty())
-            return;
-        json::object h;
-        for (const auto& [name, value] : list)
-            h[name] = value;
-        o[key] = std::move(h);
+        if (!list.empty())
+            o[key] = headers_json(list);
     };
     headers("headers", spec.headers);
     headers("secret_headers", spec.secret_headers);
@@ -187,6 +231,10 @@ json::object to_json(const callback_spec& spec) {
         o["body"] = spec.body;
     if (spec.timeout.count() > 0)
         o["timeout_ms"] = spec.timeout.count();
+    if (spec.on_success)
+        o["on_success"] = to_json(*spec.on_success);
+    if (spec.on_failure)
+        o["on_failure"] = to_json(*spec.on_failure);
     return o;
 }
 

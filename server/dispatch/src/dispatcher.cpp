@@ -3,6 +3,10 @@
 //
 #include <timewheeld/dispatch/dispatcher.hpp>
 
+#include <timewheeld/service/notice.hpp>
+
+#include <timewheel/dq/queue.hpp>
+
 // GCC 12 at -O1 sees Asio's coroutine frames, allocated with aligned_alloc and released with
 // the frame's own operator delete (which calls free), as a mismatch: a false positive.
 #if defined(__GNUC__) && !defined(__clang__)
@@ -15,6 +19,8 @@
 #include <boost/asio/post.hpp>
 #include <boost/asio/steady_timer.hpp>
 #include <boost/asio/use_awaitable.hpp>
+#include <boost/beast/core/string.hpp>
+#include <boost/json/serialize.hpp>
 
 #include <algorithm>
 #include <chrono>
@@ -68,6 +74,7 @@ struct dispatcher::state : std::enable_shared_from_this<dispatcher::state> {
         , owner(owner)
         , stats(stats)
         , stats_shard(stats_shard)
+        , producer(store)
         , client(io.get_executor(), opt.client)
         , worker(store, worker_options(opt, m), [this](dq::job j) {
             // The job is the coroutine's: it may give its slot back while it waits.
@@ -108,7 +115,12 @@ struct dispatcher::state : std::enable_shared_from_this<dispatcher::state> {
         service::node_stats::host_ref host; // held from the call's start to its outcome
         dq::outcome o;
         try {
-            o = co_await call(j, host);
+            // (no co_await inside a conditional operator: GCC 12)
+            if (service::is_notice_id(j.id())) {
+                o = co_await notify(j, host);
+            } else {
+                o = co_await call(j, host);
+            }
         } catch (const std::exception& e) {
             o = dq::outcome::retry(e.what());
         }
@@ -128,6 +140,140 @@ struct dispatcher::state : std::enable_shared_from_this<dispatcher::state> {
         } catch (const callback::payload_error& e) {
             co_return dq::outcome::failure(std::string("bad callback: ") + e.what());
         }
+        // Completion notices (service/notice.hpp): the notice is in the store before the
+        // report of an end, so that no end goes without one. On the last attempt it goes in
+        // before the call: a node that dies during that call reports nothing, and the task
+        // dies when its lease runs out.
+        std::optional<service::notice> notice;
+        if (spec.on_success || spec.on_failure) {
+            notice = service::notice{j.id(), worker.store_now(), spec.on_success, spec.on_failure};
+        }
+        const bool last = j.attempt() >= j.task().retry.max_attempts;
+        if (notice && last) {
+            const auto ec = co_await submit_notice(*notice);
+            if (ec) {
+                // Nothing was sent: no attempt.
+                co_return dq::outcome::defer(notice_error(ec), defer_default);
+            }
+        }
+        const auto r = co_await send(std::move(spec), j, host);
+        dq::outcome o;
+        if (r.verdict == callback::verdict::accepted) {
+            o = co_await wait_for_result(j);
+        } else {
+            o = outcome_of(r);
+        }
+        if (notice && !last &&
+            (o.what == dq::outcome::kind::success || o.what == dq::outcome::kind::failure)) {
+            const auto ec = co_await submit_notice(*notice);
+            if (ec) {
+                // Not the last attempt: the task lives on, and its callback is made again
+                // (at least once), rather than ending without its notice.
+                co_return dq::outcome::retry(
+                    notice_error(ec) + " (the callback's " +
+                    (o.what == dq::outcome::kind::success ? "success" : "failure") +
+                    " was not recorded)");
+            }
+        }
+        co_return o;
+    }
+
+    // Stores the notice task (once: a notice that exists is kept). The store refusing the
+    // notice itself (an id or payload over its limits: a task a dq producer submitted, not
+    // the API, which keeps room for both) cannot get better: the end goes on without a notice
+    // rather than never. The store's failures (store_full, store_timeout...) are errors.
+    net::awaitable<boost::system::error_code> submit_notice(const service::notice& n) {
+        dq::task t;
+        t.id = service::notice_id(n.task_id);
+        t.due = dq::duration(0);
+        t.payload = service::notice_payload(n);
+        auto [ec, result, id] =
+            co_await producer.async_submit(std::move(t), net::as_tuple(net::use_awaitable));
+        (void)result; // created, or exists: made once
+        (void)id;
+        if (ec == dq::error::id_too_long || ec == dq::error::invalid_id ||
+            ec == dq::error::payload_too_large) {
+            co_return boost::system::error_code();
+        }
+        co_return ec;
+    }
+
+    static std::string notice_error(const boost::system::error_code& ec) {
+        return "the completion notice could not be stored: " + ec.message();
+    }
+
+    // The run of a notice task: the task's end as the store has it, posted to the target
+    // for that end. A task that has not ended yet (its report not applied: acks are
+    // batched; or still running, as after a last attempt's early notice) is waited for.
+    net::awaitable<dq::outcome> notify(dq::job& j, service::node_stats::host_ref& host) {
+        service::notice n;
+        try {
+            n = service::parse_notice(j.payload(), opt.payload);
+        } catch (const callback::payload_error& e) {
+            co_return dq::outcome::failure(std::string("bad notice: ") + e.what());
+        }
+        auto [ec, st] =
+            co_await producer.async_status(n.task_id, net::as_tuple(net::use_awaitable));
+        if (ec == dq::error::not_found) {
+            co_return dq::outcome::failure("the task " + n.task_id +
+                                           " is no longer in the store: no end to notify");
+        }
+        if (ec) {
+            co_return dq::outcome::defer("reading the task: " + ec.message(), defer_default);
+        }
+        const callback::notice_target* target = nullptr;
+        switch (st.state) {
+        case dq::task_state::delayed:
+        case dq::task_state::prefetched:
+        case dq::task_state::running:
+            co_return dq::outcome::defer(std::string("the task has not ended (") +
+                                             dq::to_string(st.state) + ")",
+                                         notice_wait(n, st));
+        case dq::task_state::cancelled:
+            co_return dq::outcome::success();
+        case dq::task_state::finished:
+            target = n.on_success ? &*n.on_success : nullptr;
+            break;
+        case dq::task_state::dead:
+            target = n.on_failure ? &*n.on_failure : nullptr;
+            break;
+        }
+        if (!target) {
+            co_return dq::outcome::success();
+        }
+        callback::callback_spec spec;
+        spec.url = target->url;
+        spec.headers = target->headers;
+        const bool typed = std::any_of(spec.headers.begin(), spec.headers.end(), [](const auto& h) {
+            return boost::beast::iequals(h.first, "Content-Type");
+        });
+        if (!typed) {
+            spec.headers.emplace_back("Content-Type", "application/json");
+        }
+        spec.body = boost::json::serialize(service::notice_body(st));
+        const auto r = co_await send(std::move(spec), j, host);
+        if (r.verdict == callback::verdict::accepted) {
+            // There is no result to wait for: a 202 took the notice.
+            co_return dq::outcome::success();
+        }
+        co_return outcome_of(r);
+    }
+
+    // How long a notice waits for its task's end before it looks again: until a delayed
+    // task's due time, and otherwise as long as it has waited so far (from 100 ms to 30 s),
+    // so that a task's quick end is seen soon and a long 202 wait is not polled often.
+    dq::duration notice_wait(const service::notice& n, const dq::task_status& st) const {
+        const auto now = worker.store_now();
+        auto wait = std::clamp(now - n.since, notice_wait_min, notice_wait_max);
+        if (st.state == dq::task_state::delayed) {
+            wait = std::max(wait, st.due - now);
+        }
+        return wait;
+    }
+
+    // The call itself, and this node's figures of it.
+    net::awaitable<callback::call_result> send(callback::callback_spec spec, const dq::job& j,
+                                               service::node_stats::host_ref& host) {
         // A named request, not a braced temporary in the co_await expression: GCC 12
         // destroys such temporaries twice.
         if (stats && service::destination_of(spec.url, destination)) {
@@ -154,31 +300,35 @@ struct dispatcher::state : std::enable_shared_from_this<dispatcher::state> {
         if (r.status != 0) {
             metrics.callback_latency.observe(r.latency);
         }
+        co_return r;
+    }
+
+    // The outcome of a call's verdict (not accepted: that waits for a result).
+    dq::outcome outcome_of(const callback::call_result& r) const {
         switch (r.verdict) {
         case callback::verdict::success:
-            co_return dq::outcome::success();
+        case callback::verdict::accepted:
+            break;
         case callback::verdict::retry:
             if (r.reach == callback::reach::held) {
                 // Our own flow control held it back: nothing reached the receiver, so this
                 // is no attempt. A connection that failed (refused, unresolved, timed out)
                 // is one: a dead receiver must not be retried for ever.
-                co_return dq::outcome::defer(
+                return dq::outcome::defer(
                     r.error, r.retry_after
                                  ? std::chrono::duration_cast<dq::duration>(*r.retry_after)
                              : stopping ? dq::duration(0)
                                         : defer_default);
             }
-            co_return dq::outcome::retry(
+            return dq::outcome::retry(
                 r.error, r.retry_after
                              ? std::optional<dq::duration>(
                                    std::chrono::duration_cast<dq::duration>(*r.retry_after))
                              : std::nullopt);
         case callback::verdict::fail:
-            co_return dq::outcome::failure(r.error);
-        case callback::verdict::accepted:
-            break;
+            return dq::outcome::failure(r.error);
         }
-        co_return co_await wait_for_result(j);
+        return dq::outcome::success();
     }
 
     net::awaitable<dq::outcome> wait_for_result(dq::job& j) {
@@ -292,6 +442,8 @@ struct dispatcher::state : std::enable_shared_from_this<dispatcher::state> {
     // A deferral without a Retry-After (no connection slot before the deadline).
     static constexpr dq::duration defer_default{1000};
     static constexpr dq::duration ack_delay{10};
+    static constexpr dq::duration notice_wait_min{100};
+    static constexpr dq::duration notice_wait_max{30000};
     static constexpr const char* lease_lost_error =
         "accepted (202), but the lease was lost while waiting for the result (the task was "
         "taken over)";
@@ -303,6 +455,7 @@ struct dispatcher::state : std::enable_shared_from_this<dispatcher::state> {
     dispatcher* owner;
     service::node_stats* stats;
     std::size_t stats_shard;
+    dq::queue producer;      // completion notices: their submit, and the status of their task
     std::string destination; // call(): the "host:port" of a callback, its capacity reused
     callback::client client;
     std::unordered_map<std::string, waiter*> waiting;

@@ -8,6 +8,8 @@
 
 #include "json_fields.hpp"
 
+#include <timewheeld/service/notice.hpp>
+
 #include <timewheeld/callback/utf8.hpp>
 
 #include <boost/json/parse.hpp>
@@ -304,9 +306,23 @@ dq::task parse_submit_value(const json::value& v, const validation_limits& limit
     if (const auto* id = o.if_contains("id")) {
         t.id = as_string(*id, "id");
         check_id(t.id, limits);
+        if (is_notice_id(t.id)) {
+            throw invalid_field("id", "must not end with \"" + std::string(notice_suffix) +
+                                          "\": timewheeld names a task's completion notice so");
+        }
     }
     t.due = parse_due(o, std::nullopt);
     parse_task_template(o, limits, t.payload, t.retry);
+    // (the callback passed its checks: an object)
+    const auto& cb = o.at("callback").get_object();
+    if ((cb.contains("on_success") || cb.contains("on_failure")) &&
+        t.id.size() + notice_suffix.size() > limits.max_id_bytes) {
+        throw invalid_field("id", "longer than " +
+                                      std::to_string(limits.max_id_bytes - notice_suffix.size()) +
+                                      " bytes: a task with on_success or on_failure keeps room "
+                                      "for its notice's id (the id and \"" +
+                                      std::string(notice_suffix) + "\")");
+    }
     std::string_view mode = "keep";
     if (const auto* c = o.if_contains("on_conflict")) {
         mode = as_string(*c, "on_conflict");
@@ -436,7 +452,15 @@ json::object status_to_json(const dq::task_status& s) {
     o["last_error"] = optional_string(s.last_error);
     boost::system::error_code ec;
     json::value cb = s.payload.empty() ? json::value() : json::parse(s.payload, ec);
-    if (!ec && cb.is_object()) {
+    if (is_notice_id(s.id)) {
+        // A completion notice's task: no callback of its own (null: no longer kept).
+        if (!ec && cb.is_object()) {
+            show_notice(cb.get_object());
+            o["notice"] = std::move(cb);
+        } else {
+            o["notice"] = nullptr;
+        }
+    } else if (!ec && cb.is_object()) {
         callback::redact(cb.get_object());
         o["callback"] = std::move(cb);
     } else if (s.payload.empty()) {

@@ -5,13 +5,19 @@
 //
 //     {"url": "https://example.com/hook", "method": "POST",
 //      "headers": {"Content-Type": "application/json"}, "body": "{\"a\":1}",
-//      "secret_headers": {"Authorization": "Bearer abc"}, "timeout_ms": 10000}
+//      "secret_headers": {"Authorization": "Bearer abc"}, "timeout_ms": 10000,
+//      "on_success": {"url": "https://example.com/done", "headers": {"X-Key": "k"}},
+//      "on_failure": {"url": "https://example.com/failed"}}
 //
 // Only "url" is required: method defaults to POST, headers and secret_headers to none, body
 // to "", timeout_ms to 0 (the client's default). Every error names the field
 // ("headers.Host: ..."; the API prefixes "callback."). This is the one parser of a
 // callback: the API validates a submit with it, and the worker reads the stored payload
 // with it, under the same payload_limits.
+//
+// on_success and on_failure are the targets of the task's completion notice
+// (timewheeld/service/notice.hpp): a URL and headers under the callback's own rules (each
+// target's headers counted on their own), called through the same client.
 //
 // secret_headers are sent exactly like headers (the same rules, counted in the same
 // limits), but the API never shows their values: redact() replaces each with "***".
@@ -23,6 +29,7 @@
 #include <boost/json/value.hpp>
 
 #include <chrono>
+#include <optional>
 #include <stdexcept>
 #include <string>
 #include <string_view>
@@ -30,6 +37,15 @@
 #include <vector>
 
 namespace timewheeld::callback {
+
+/// Where a completion notice goes: a POST of the notice (service/notice.hpp) to `url`, with
+/// `headers`, checked and called as the callback is (URL, headers, address policy, signing).
+struct notice_target {
+    std::string url;
+    std::vector<std::pair<std::string, std::string>> headers;
+
+    friend bool operator==(const notice_target&, const notice_target&) = default;
+};
 
 struct callback_spec {
     std::string url;
@@ -39,6 +55,9 @@ struct callback_spec {
     std::vector<std::pair<std::string, std::string>> secret_headers;
     std::string body;
     std::chrono::milliseconds timeout{0}; ///< 0: the client's default
+    /// The completion notice's target when the task finishes, and when it dies.
+    std::optional<notice_target> on_success;
+    std::optional<notice_target> on_failure;
 
     friend bool operator==(const callback_spec&, const callback_spec&) = default;
 };
@@ -81,6 +100,15 @@ callback_spec parse_callback(const boost::json::value& v, const payload_limits& 
 
 /// The same from JSON text (a syntax error names the field "callback").
 callback_spec parse_callback(std::string_view json, const payload_limits& limits = {});
+
+/// A notice target, {"url", "headers"?}, alone (a notice task's payload keeps its targets so):
+/// the callback's URL and header rules, the headers counted on their own against the limits.
+/// Errors name the fields under `field` ("on_success.url"). @throws payload_error
+notice_target parse_notice_target(const boost::json::value& v, const payload_limits& limits,
+                                  std::string_view field);
+
+/// The JSON object parse_notice_target reads back as the same target (no empty headers).
+boost::json::object to_json(const notice_target& target);
 
 /// The JSON object parse_callback reads back as the same callback (what the store keeps:
 /// secret_headers with their values). Empty headers, secret_headers and body are left out.

@@ -19,6 +19,9 @@
 //      deadline, the node stopping) is a deferral (dq::outcome::defer): delayed, after the
 //      Retry-After the client gives (or 1 s; at once when stopping), its attempt not
 //      counted. So a receiver's Timewheel-Attempt counts the requests that were tried.
+//   4. a callback with on_success or on_failure has its completion notice stored
+//      (service/notice.hpp) before an end is reported, and on the last attempt before the
+//      call; a notice task ("<id>~notice") runs as the notice, not as a callback.
 //
 // Waiting for a result takes no callback slot (dq::job::yield_slot), up to
 // max_awaiting_results per thread; beyond, it keeps its slot. A waiting attempt whose lease

@@ -75,7 +75,9 @@ struct result_report {
     dq::outcome outcome;
 };
 
-/// Parses the body of POST /v1/tasks. Its optional "on_conflict" (what a submit whose id
+/// Parses the body of POST /v1/tasks. Its id may not end with notice_suffix, and with
+/// completion notices (callback.on_success, on_failure) must leave room for it within
+/// max_id_bytes (notice.hpp). Its optional "on_conflict" (what a submit whose id
 /// exists does) becomes dq::task::replace and max_delay: "keep" (the default: nothing),
 /// "replace" (replace), "debounce" (replace, capped at "max_delay_ms" from the first
 /// submit: required with it, refused without it). @throws invalid_field
@@ -141,7 +143,8 @@ dq::time_point parse_rfc3339(std::string_view s);
 std::string format_rfc3339(dq::time_point t);
 
 /// A task as GET /v1/tasks/{id} shows it: the values of the callback's secret_headers are
-/// "***", and every text the store kept (last_error, the log's errors) is valid UTF-8.
+/// "***", and every text the store kept (last_error, the log's errors) is valid UTF-8. A
+/// completion notice's task (notice.hpp) shows its payload as "notice", not "callback".
 boost::json::object status_to_json(const dq::task_status& s);
 
 /// A page of dead letters as GET /v1/dead shows it (last_error as valid UTF-8).
