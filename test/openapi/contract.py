@@ -350,7 +350,9 @@ def submits_reads_changes_and_cancels_answer_as_documented(client, recv):
 def tasks_that_ran_dead_letters_results_and_views_answer_as_documented(client, svc, recv):
     """Tasks that run: one finished, dead letters, and a 202 whose result is reported."""
     now = {'delay_ms': 0, 'retry': {'attempts': 1}}
-    client.call('POST', '/v1/tasks', '/v1/tasks', {'id': 'done', 'callback': {'url': f'{recv}/ok'}, **now}, expect=201)
+    notices = {'on_success': {'url': f'{recv}/ok', 'headers': {'X-Notice': 'done'}}, 'on_failure': {'url': f'{recv}/ok'}}
+    client.call('POST', '/v1/tasks', '/v1/tasks', {'id': 'done', 'callback': {'url': f'{recv}/ok', **notices}, **now},
+                expect=201)
     for i in (1, 2):
         client.call('POST', '/v1/tasks', '/v1/tasks', {'id': f'dead-{i}', 'callback': {'url': f'{recv}/fail'}, **now},
                     expect=201)
@@ -366,6 +368,15 @@ def tasks_that_ran_dead_letters_results_and_views_answer_as_documented(client, s
 
     task, _ = client.call('GET', '/v1/tasks/done', '/v1/tasks/{id}')
     check(len(task['log']) == 1, f'a finished task shows its attempt: {task}')
+    # Its completion notice is a task of its own, shown with "notice" instead of "callback".
+    wait_for(lambda: svc.state('done~notice') == 'finished', 'the notice of "done" to be delivered')
+    notice, _ = client.call('GET', '/v1/tasks/done~notice', '/v1/tasks/{id}')
+    check(notice.get('callback') is None and (notice['notice'] is None or notice['notice']['task_id'] == 'done'),
+          f'a notice task: {notice}')
+    client.call('POST', '/v1/tasks', '/v1/tasks', {'id': 'mine~notice', 'callback': {'url': f'{recv}/ok'}, **now},
+                expect=400, code='invalid_field', field='id')
+    client.call('POST', '/v1/tasks', '/v1/tasks', {'callback': {'url': f'{recv}/ok', 'on_success': {}}, **now},
+                expect=400, code='invalid_field', field='callback.on_success.url')
     client.call('POST', '/v1/tasks', '/v1/tasks',
                 {'id': 'done', 'callback': {'url': f'{recv}/ok'}, 'on_conflict': 'replace', **now},
                 expect=409, code='conflict')
