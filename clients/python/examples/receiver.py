@@ -4,9 +4,9 @@ each one with timewheel_client.Verifier before it looks at the body.
 Why it is shaped so: the handler reads exactly Content-Length bytes from the socket and
 verifies those raw bytes; only then does it parse them. The callback URL it verifies against
 is the one given at submit (``--url``), never one rebuilt from the request. It answers 401
-to a request that does not verify (timewheeld retries a 401? no: a 4xx other than 408/429
-kills the task, so a misconfigured secret shows up as dead letters, not as endless retries),
-and 200 once the work is done (any 2xx ends the task). The tests in tests/ run this handler.
+to a request that does not verify (timewheeld ends a task on a 4xx other than 408 and 429, so
+a wrong secret shows as dead letters, not as endless retries) and 200 once the work is done
+(any 2xx ends the task). The tests (tests/test_timewheeld.py) run this handler.
 
     TIMEWHEEL_SIGNING_SECRETS=new,old python3 receiver.py --port 9000 --url http://127.0.0.1:9000/hook
 """
