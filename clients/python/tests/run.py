@@ -2,7 +2,7 @@
 environment variable TIMEWHEELD_BINARY). Why a runner and not `python3 -m unittest`: it finds
 the binary, puts src/ and examples/ first on the path (the code of this tree, not an
 installed copy), and exits 77 (ctest's skip) with a message only when the binary is missing;
-the offline tests of test_signature.py run in any case first.
+the offline tests (test_signature.py, test_contract.py) run in any case first.
 """
 
 import argparse
@@ -27,7 +27,7 @@ def main() -> int:
     if args.pattern:
         loader.testNamePatterns = [f"*{p}*" for p in args.pattern]
     runner = unittest.TextTestRunner(verbosity=2 if args.verbose else 1)
-    offline = runner.run(loader.loadTestsFromName("test_signature"))
+    offline = runner.run(loader.loadTestsFromNames(["test_signature", "test_contract"]))
     binary = args.timewheeld
     if not binary or not os.access(binary, os.X_OK):
         print(f"SKIP: no timewheeld binary ({binary!r}): give --timewheeld PATH or TIMEWHEELD_BINARY")

@@ -88,7 +88,8 @@ class Client:
     ...          id="invoice-42", delay_ms=30000)["state"]
     'delayed'
 
-    ``timeout`` bounds each request as a whole (connect, send, read) in seconds;
+    ``timeout`` (seconds) bounds the connect, each wait for bytes, and the reading of the
+    body as a whole (a server dripping its body cannot hold the call longer);
     ``max_response_bytes`` the size of an answer; ``ssl_context`` the TLS settings of an
     https base URL (the system's trust store by default).
     """
