@@ -58,7 +58,7 @@ def make_handler(verifier: Verifier, url: str,
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser = argparse.ArgumentParser(description="A receiver of timewheeld's callbacks, verifying each.")
     parser.add_argument("--port", type=int, default=9000)
     parser.add_argument("--url", required=True, help="the callback URL as given at submit")
     args = parser.parse_args()

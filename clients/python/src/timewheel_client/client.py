@@ -18,7 +18,7 @@ import ssl
 import time
 import urllib.parse
 from dataclasses import dataclass
-from typing import Any, Callable, Dict, Iterator, List, Mapping, Optional, Tuple, Union
+from typing import Any, Callable, Dict, Iterator, List, Mapping, Optional, Tuple, Union, cast
 
 from .errors import ApiError, ResponseError, TransportError, api_error
 
@@ -67,6 +67,15 @@ def _due(due_at: Optional[Time], delay_ms: Optional[int], required: bool) -> Jso
     if required:
         raise ValueError("give due_at or delay_ms")
     return {}
+
+
+def _json_object(value: Any) -> Optional[JsonObject]:
+    """``value`` when it is a JSON object (keys are always strings in JSON), else None."""
+    return cast(JsonObject, value) if isinstance(value, dict) else None
+
+
+def _json_list(value: Any) -> Optional[List[Any]]:
+    return cast(List[Any], value) if isinstance(value, list) else None
 
 
 def _id(value: str) -> str:
@@ -143,18 +152,20 @@ class Client:
         each, in order. Items fail on their own (``BatchResult.error``); the call raises only
         when the request as a whole is refused."""
         answer = self._object("POST", "/v1/tasks:batch", {"tasks": [dict(t) for t in tasks]})
-        results = answer.get("results")
-        if not isinstance(results, list) or len(results) != len(tasks):
+        results = _json_list(answer.get("results"))
+        if results is None or len(results) != len(tasks):
             raise ResponseError("a batch answer without one result per task", 200)
         out: List[BatchResult] = []
-        for item in results:
-            status = item.get("status") if isinstance(item, dict) else None
+        for result in results:
+            item = _json_object(result) or {}
+            status = item.get("status")
             if not isinstance(status, int):
                 raise ResponseError("a batch result without a status", 200)
-            if isinstance(item.get("task"), dict):
-                out.append(BatchResult(status, task=item["task"]))
-            elif isinstance(item.get("error"), dict):
-                out.append(BatchResult(status, error=api_error(status, item["error"])))
+            task, error = _json_object(item.get("task")), _json_object(item.get("error"))
+            if task is not None:
+                out.append(BatchResult(status, task=task))
+            elif error is not None:
+                out.append(BatchResult(status, error=api_error(status, error)))
             else:
                 raise ResponseError("a batch result with neither task nor error", 200)
         return out
@@ -288,11 +299,13 @@ class Client:
 
     def _page(self, path: str, query: Mapping[str, Any]) -> Page:
         answer = self._object("GET", path + self._query(query))
-        entries, cursor = answer.get("entries"), answer.get("next_cursor")
-        if not isinstance(entries, list) or not all(isinstance(e, dict) for e in entries) \
-                or not (cursor is None or isinstance(cursor, str)):
+        listed = _json_list(answer.get("entries"))
+        entries = [_json_object(e) for e in listed] if listed is not None else [None]
+        objects = [e for e in entries if e is not None]
+        cursor = answer.get("next_cursor")
+        if len(objects) != len(entries) or not (cursor is None or isinstance(cursor, str)):
             raise ResponseError(f"GET {path}: not a page (entries, next_cursor)", 200)
-        return Page(entries, cursor)
+        return Page(objects, cursor)
 
     @staticmethod
     def _walk(fetch: Callable[[Optional[str]], Page]) -> Iterator[JsonObject]:
@@ -313,12 +326,13 @@ class Client:
             value = json.loads(data)
         except ValueError as e:  # UnicodeDecodeError too
             raise ResponseError(f"{what} answered malformed JSON ({e}): {data[:200]!r}", status) from None
-        if not isinstance(value, dict):
+        obj = _json_object(value)
+        if obj is None:
             raise ResponseError(f"{what} answered JSON that is not an object: {data[:200]!r}", status)
         if 200 <= status < 300:
-            return value
-        error = value.get("error")
-        if not isinstance(error, dict) or not isinstance(error.get("code"), str):
+            return obj
+        error = _json_object(obj.get("error"))
+        if error is None or not isinstance(error.get("code"), str):
             raise ResponseError(f"{what} without an error object: {data[:200]!r}", status)
         raise api_error(status, error, _retry_after(headers.get("retry-after")))
 

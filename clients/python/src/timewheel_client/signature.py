@@ -20,7 +20,7 @@ from __future__ import annotations
 import hashlib
 import hmac
 import time
-from typing import Any, Callable, Iterable, List, Mapping, Optional, Sequence, Tuple, Union
+from typing import Any, Callable, Iterable, List, Mapping, Optional, Sequence, Tuple, Union, cast
 
 Secret = Union[str, bytes]
 
@@ -68,10 +68,11 @@ def _parse(header: str) -> Tuple[str, List[str]]:
 def _header(headers: Any, name: str) -> Optional[str]:
     """A header of a case-insensitive mapping (http.server's ``self.headers``), or of a plain
     dict in any case."""
-    value = headers.get(name)
+    value: object = headers.get(name)
     if value is None and isinstance(headers, Mapping):
         lower = name.lower()
-        value = next((v for k, v in headers.items() if isinstance(k, str) and k.lower() == lower), None)
+        items = cast(Mapping[object, object], headers).items()
+        value = next((v for k, v in items if isinstance(k, str) and k.lower() == lower), None)
     return value if isinstance(value, str) else None
 
 
@@ -100,7 +101,7 @@ class Verifier:
 
         ``headers`` is anything with a ``get`` (http.server's ``self.headers``, a dict in any
         case; for WSGI, :func:`wsgi_headers`); ``body`` the raw bytes as received."""
-        values = []
+        values: List[str] = []
         for name in (SIGNATURE_HEADER, IDEMPOTENCY_KEY_HEADER, ATTEMPT_HEADER):
             value = _header(headers, name)
             if value is None:
@@ -113,7 +114,7 @@ class Verifier:
     def verify_parts(self, method: str, url: str, *, signature: str, idempotency_key: str,
                      attempt: str, body: bytes) -> None:
         """:meth:`verify` with the three headers given one by one."""
-        if not isinstance(body, (bytes, bytearray, memoryview)):
+        if not isinstance(cast(object, body), (bytes, bytearray, memoryview)):  # untyped callers
             raise TypeError("body must be the raw bytes as received, not a parsed or decoded body")
         t, entries = _parse(signature)
         if abs(self._clock() - int(t)) > self._tolerance:
