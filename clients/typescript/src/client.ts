@@ -8,8 +8,8 @@
 
 import { ApiError, ResponseError, TimewheelError, TransportError } from './errors';
 import type {
-  BatchResult, Cancelled, DeadEntry, DeadPage, Deleted, ErrorBody, Page, ResultAnswer,
-  ResultReport, Stats, Task, TaskEntry, TaskListQuery, TaskPage, TaskSubmit, Time,
+  BatchResult, Cancelled, DeadEntry, DeadPage, Deleted, DueTime, ErrorBody, Page, PageQuery,
+  ResultAnswer, ResultReport, Stats, Task, TaskEntry, TaskListQuery, TaskPage, TaskSubmit,
 } from './types';
 
 export interface ClientOptions {
@@ -31,14 +31,6 @@ export interface ClientOptions {
 export interface Submitted {
   status: 200 | 201;
   task: Task;
-}
-
-/** A new due time: exactly one of the two. */
-export type DueTime = { due_at: Time; delay_ms?: never } | { delay_ms: number; due_at?: never };
-
-export interface PageQuery {
-  limit?: number;
-  cursor?: string;
 }
 
 type Query = Record<string, string | number | undefined>;

@@ -164,6 +164,17 @@ export interface Deleted {
   deleted: true;
 }
 
+/** A due time (`PATCH /v1/tasks/{id}`, a dead letter's retry): exactly one of the two. */
+export type DueTime = { due_at: Time; delay_ms?: never } | { delay_ms: number; due_at?: never };
+
+/** The paging parameters of every list. */
+export interface PageQuery {
+  limit?: number;
+  /** A previous page's `next_cursor`, as given. */
+  cursor?: string;
+}
+
+/** The parameters of `GET /v1/tasks`. */
 export interface TaskListQuery {
   state: TaskState;
   order?: 'asc' | 'desc';
@@ -259,4 +270,15 @@ export const schemaKeys = {
   'Stats.hosts': {
     host: true, in_flight: true, backing_off: true, succeeded: true, failed: true, last_error: true,
   } satisfies Keys<HostStats>,
+  DueTime: { due_at: true, delay_ms: true } satisfies Record<'due_at' | 'delay_ms', true>,
+  Cancelled: { id: true, state: true } satisfies Keys<Cancelled>,
+} as const;
+
+/** The query parameters of the lists, compared with the document's the same way. */
+export const parameterKeys = {
+  'GET /v1/tasks': {
+    state: true, order: true, due_after: true, due_before: true, ended_after: true,
+    ended_before: true, id_prefix: true, host: true, limit: true, cursor: true,
+  } satisfies Keys<TaskListQuery>,
+  'GET /v1/dead': { limit: true, cursor: true } satisfies Keys<PageQuery>,
 } as const;
