@@ -8,8 +8,9 @@
 
 import { ApiError, ResponseError, TimewheelError, TransportError } from './errors';
 import type {
-  BatchResult, Cancelled, DeadEntry, DeadPage, Deleted, DueTime, ErrorBody, Page, PageQuery,
-  ResultAnswer, ResultReport, Stats, Task, TaskEntry, TaskListQuery, TaskPage, TaskSubmit,
+  BatchResult, Cancelled, DeadEntry, DeadPage, Deleted, DueTime, ErrorBody, NextQuery, Occurrences,
+  Page, PageQuery, PreviewRequest, ResultAnswer, ResultReport, Schedule, ScheduleCreate,
+  SchedulePage, SchedulePatch, Stats, Task, TaskEntry, TaskListQuery, TaskPage, TaskSubmit,
 } from './types';
 
 export interface ClientOptions {
@@ -134,6 +135,75 @@ export class TimewheelClient {
     return expectObject(status, body, ['id', 'attempt'], 'the result answer') as unknown as ResultAnswer;
   }
 
+  /** `POST /v1/schedules`: 201 created, 200 when the same spec exists under the id; another
+   *  spec under the id is a 409 `schedule_conflict` (change a schedule with updateSchedule). */
+  async createSchedule(spec: ScheduleCreate): Promise<{ status: 200 | 201; schedule: Schedule }> {
+    const { status, body } = await this.call('POST', '/v1/schedules', { body: spec, expect: [200, 201] });
+    return { status: status as 200 | 201, schedule: expectSchedule(status, body) };
+  }
+
+  /** `GET /v1/schedules/{id}`. */
+  async getSchedule(id: string): Promise<Schedule> {
+    const { status, body } = await this.call('GET', schedulePath(id));
+    return expectSchedule(status, body);
+  }
+
+  /** `GET /v1/schedules`: one page. */
+  async listSchedules(query: PageQuery = {}): Promise<SchedulePage> {
+    const { status, body } = await this.call('GET', '/v1/schedules', { query: { ...query } });
+    return expectPage<Schedule>(status, body);
+  }
+
+  /** Every schedule, page after page. */
+  listAllSchedules(query: PageQuery = {}): AsyncGenerator<Schedule> {
+    return entriesOf((cursor) => this.listSchedules({ ...query, cursor }), query.cursor);
+  }
+
+  /** `PATCH /v1/schedules/{id}`: the fields given replace theirs; a changed rule restarts
+   *  the schedule from now. */
+  async updateSchedule(id: string, patch: SchedulePatch): Promise<Schedule> {
+    const { status, body } = await this.call('PATCH', schedulePath(id), { body: patch });
+    return expectSchedule(status, body);
+  }
+
+  /** `DELETE /v1/schedules/{id}`: the tasks it made stay, ordinary tasks. */
+  async deleteSchedule(id: string): Promise<Deleted> {
+    const { status, body } = await this.call('DELETE', schedulePath(id));
+    return expectObject(status, body, ['id', 'deleted'], 'the deleted schedule') as unknown as Deleted;
+  }
+
+  /** `POST /v1/schedules/{id}/pause` (idempotent). */
+  async pauseSchedule(id: string): Promise<Schedule> {
+    const { status, body } = await this.call('POST', `${schedulePath(id)}/pause`);
+    return expectSchedule(status, body);
+  }
+
+  /** `POST /v1/schedules/{id}/resume` (idempotent; what was missed while paused is skipped). */
+  async resumeSchedule(id: string): Promise<Schedule> {
+    const { status, body } = await this.call('POST', `${schedulePath(id)}/resume`);
+    return expectSchedule(status, body);
+  }
+
+  /** `POST /v1/schedules/{id}/trigger`: one extra task now. Not idempotent: a retried
+   *  trigger may run twice. */
+  async triggerSchedule(id: string): Promise<Task> {
+    const { status, body } = await this.call('POST', `${schedulePath(id)}/trigger`, { expect: [201] });
+    return expectTask(status, body);
+  }
+
+  /** `GET /v1/schedules/{id}/next`: the next occurrences, paused or not. */
+  async nextOccurrences(id: string, query: NextQuery = {}): Promise<Occurrences> {
+    const { status, body } = await this.call('GET', `${schedulePath(id)}/next`, { query: { ...query } });
+    return expectOccurrences(status, body);
+  }
+
+  /** `POST /v1/schedules:preview`: the occurrences of a rule, nothing stored (a 400 naming
+   *  `cron`, with `position`, for a bad expression). */
+  async previewSchedule(request: PreviewRequest): Promise<Occurrences> {
+    const { status, body } = await this.call('POST', '/v1/schedules:preview', { body: request });
+    return expectOccurrences(status, body);
+  }
+
   /** `GET /v1/stats`. */
   async stats(): Promise<Stats> {
     const { status, body } = await this.call('GET', '/v1/stats');
@@ -222,6 +292,10 @@ function taskPath(id: string): string {
   return `/v1/tasks/${encodeURIComponent(id)}`;
 }
 
+function schedulePath(id: string): string {
+  return `/v1/schedules/${encodeURIComponent(id)}`;
+}
+
 async function* entriesOf<E>(page: (cursor: string | undefined) => Promise<Page<E>>, first: string | undefined): AsyncGenerator<E> {
   let cursor = first;
   do {
@@ -260,6 +334,15 @@ function expectArray(status: number, value: unknown, key: string): unknown[] {
 function expectTask(status: number, value: unknown): Task {
   const task = expectObject(status, value, ['id', 'state', 'due_at'], 'the task');
   return task as unknown as Task;
+}
+
+function expectSchedule(status: number, value: unknown): Schedule {
+  return expectObject(status, value, ['id', 'time_zone', 'next_occurrence', 'counts'], 'the schedule') as unknown as Schedule;
+}
+
+function expectOccurrences(status: number, value: unknown): Occurrences {
+  expectArray(status, value, 'occurrences');
+  return value as Occurrences;
 }
 
 function expectPage<E>(status: number, value: unknown): Page<E> {

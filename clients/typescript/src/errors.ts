@@ -26,6 +26,8 @@ export class ApiError extends TimewheelError {
   readonly apiMessage: string;
   /** With 409 `conflict`: the state of the task that was not replaced. */
   readonly state: TaskState | undefined;
+  /** With a bad cron expression: the offset in it where the fault starts. */
+  readonly position: number | undefined;
   /** Seconds to wait before retrying, from `Retry-After` (429, 503), when given. */
   readonly retryAfter: number | undefined;
 
@@ -36,6 +38,7 @@ export class ApiError extends TimewheelError {
     this.field = body.field;
     this.apiMessage = body.message;
     this.state = body.state;
+    this.position = body.position;
     this.retryAfter = retryAfter;
   }
 }

@@ -222,6 +222,99 @@ export interface Stats {
   hosts: HostStats[];
 }
 
+/** What happens to occurrences missed while no node ran. */
+export interface Misfire {
+  policy?: 'run_latest' | 'skip' | 'run_all';
+  /** With `run_all`: at most this many, the latest ones. */
+  limit?: number;
+}
+
+/** The fields of a schedule a create or a PATCH gives: exactly one of `cron` and `every_ms`
+ *  on a create; on a PATCH the fields given replace theirs, `null` clears the bounds. */
+export interface ScheduleFields {
+  cron?: string;
+  every_ms?: number;
+  /** The IANA zone a cron expression is read in; `UTC` by default. */
+  time_zone?: string;
+  callback?: Callback;
+  retry?: Retry;
+  start_at?: Time | null;
+  end_at?: Time | null;
+  paused?: boolean;
+  misfire?: Misfire;
+  overlap?: 'allow' | 'forbid';
+}
+
+/** `POST /v1/schedules`: the id is required (a retried create must not make a second one). */
+export interface ScheduleCreate extends ScheduleFields {
+  id: string;
+  callback: Callback;
+  start_at?: Time;
+  end_at?: Time;
+}
+
+export type SchedulePatch = ScheduleFields;
+
+export interface Occurrence {
+  at: Time;
+  /** The same instant on the zone's wall clock (`2026-03-29T03:00:00+02:00`). */
+  local: string;
+}
+
+export interface ScheduleCounts {
+  occurrences: number;
+  triggers: number;
+  skipped_misfire: number;
+  skipped_overlap: number;
+}
+
+export interface Schedule {
+  id: string;
+  cron?: string;
+  every_ms?: number;
+  time_zone: string;
+  callback?: Callback;
+  payload?: string;
+  retry: RetryShown;
+  start_at: Time | null;
+  end_at: Time | null;
+  paused: boolean;
+  misfire: Misfire;
+  overlap: 'allow' | 'forbid';
+  /** null once the rule has ended. */
+  next_occurrence: { at: Time; local?: string } | null;
+  last_task_id: string | null;
+  created_at: Time;
+  updated_at: Time;
+  counts: ScheduleCounts;
+}
+
+export type SchedulePage = Page<Schedule>;
+
+/** `POST /v1/schedules:preview`: the occurrences of a rule not saved. */
+export interface PreviewRequest {
+  cron?: string;
+  every_ms?: number;
+  time_zone?: string;
+  start_at?: Time;
+  end_at?: Time;
+  after?: Time;
+  count?: number;
+}
+
+/** The parameters of `GET /v1/schedules/{id}/next`. */
+export interface NextQuery {
+  /** 1 to 100, 5 by default. */
+  count?: number;
+  /** From this time instead of now. */
+  after?: Time;
+}
+
+export interface Occurrences {
+  time_zone: string;
+  occurrences: Occurrence[];
+}
+
 // The property lists the tests compare with docs/openapi.json. `Record<keyof T, true>` makes
 // the compiler check each list against its interface: a missing or extra key does not compile.
 type Keys<T> = Record<keyof Required<T>, true>;
@@ -272,6 +365,34 @@ export const schemaKeys = {
   } satisfies Keys<HostStats>,
   DueTime: { due_at: true, delay_ms: true } satisfies Record<'due_at' | 'delay_ms', true>,
   Cancelled: { id: true, state: true } satisfies Keys<Cancelled>,
+  Misfire: { policy: true, limit: true } satisfies Keys<Misfire>,
+  ScheduleFields: {
+    cron: true, every_ms: true, time_zone: true, callback: true, retry: true, start_at: true,
+    end_at: true, paused: true, misfire: true, overlap: true,
+  } satisfies Keys<ScheduleFields>,
+  ScheduleCreate: {
+    id: true, cron: true, every_ms: true, time_zone: true, callback: true, retry: true,
+    start_at: true, end_at: true, paused: true, misfire: true, overlap: true,
+  } satisfies Keys<ScheduleCreate>,
+  SchedulePatch: {
+    cron: true, every_ms: true, time_zone: true, callback: true, retry: true, start_at: true,
+    end_at: true, paused: true, misfire: true, overlap: true,
+  } satisfies Keys<SchedulePatch>,
+  Schedule: {
+    id: true, cron: true, every_ms: true, time_zone: true, callback: true, payload: true,
+    retry: true, start_at: true, end_at: true, paused: true, misfire: true, overlap: true,
+    next_occurrence: true, last_task_id: true, created_at: true, updated_at: true, counts: true,
+  } satisfies Keys<Schedule>,
+  'Schedule.counts': {
+    occurrences: true, triggers: true, skipped_misfire: true, skipped_overlap: true,
+  } satisfies Keys<ScheduleCounts>,
+  'Schedule.next_occurrence': { at: true, local: true } satisfies Keys<NonNullable<Schedule['next_occurrence']>>,
+  SchedulePage: { entries: true, next_cursor: true } satisfies Keys<SchedulePage>,
+  PreviewRequest: {
+    cron: true, every_ms: true, time_zone: true, start_at: true, end_at: true, after: true, count: true,
+  } satisfies Keys<PreviewRequest>,
+  Occurrences: { time_zone: true, occurrences: true } satisfies Keys<Occurrences>,
+  'Occurrences.occurrences': { at: true, local: true } satisfies Keys<Occurrence>,
 } as const;
 
 /** The query parameters of the lists, compared with the document's the same way. */
@@ -281,4 +402,6 @@ export const parameterKeys = {
     ended_before: true, id_prefix: true, host: true, limit: true, cursor: true,
   } satisfies Keys<TaskListQuery>,
   'GET /v1/dead': { limit: true, cursor: true } satisfies Keys<PageQuery>,
+  'GET /v1/schedules': { limit: true, cursor: true } satisfies Keys<PageQuery>,
+  'GET /v1/schedules/{id}/next': { count: true, after: true } satisfies Keys<NextQuery>,
 } as const;
