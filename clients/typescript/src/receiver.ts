@@ -75,10 +75,11 @@ export function verifySignature(request: SignedRequest, options: VerifyOptions):
   const macs: Buffer[] = [];
   for (const part of header.split(',')) {
     const eq = part.indexOf('=');
+    if (eq < 0) throw new SignatureError('malformed_header', 'Timewheel-Signature has an entry without "="');
     const key = part.slice(0, eq).trim();
     const value = part.slice(eq + 1).trim();
-    if (eq < 0) throw new SignatureError('malformed_header', 'Timewheel-Signature has an entry without "="');
     if (key === 't') t = value;
+    // Other schemes (v1 during a migration) and malformed v2 entries cannot match: skipped.
     else if (key === 'v2' && /^[0-9a-f]{64}$/.test(value)) macs.push(Buffer.from(value, 'hex'));
   }
   if (t === undefined || !/^\d{1,15}$/.test(t)) {

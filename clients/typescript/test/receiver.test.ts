@@ -22,12 +22,10 @@ function refusedFor(request: SignedRequest, options: VerifyOptions): string {
 }
 
 describe('the signature of the documentation (docs/server.md, "The signature")', () => {
+  const mac = '801b3dee032e4b9d32d9658eb4bae0770e98bcaf15062276e93b1bcbff01609f';
   const documented: SignedRequest = {
     method: 'POST', url: 'https://hooks.example.com/orders', body: '{"order": 42}',
-    headers: {
-      'timewheel-signature': 't=1700000000,v2=801b3dee032e4b9d32d9658eb4bae0770e98bcaf15062276e93b1bcbff01609f',
-      'idempotency-key': 'order-42', 'timewheel-attempt': '1',
-    },
+    headers: { 'timewheel-signature': `t=1700000000,v2=${mac}`, 'idempotency-key': 'order-42', 'timewheel-attempt': '1' },
   };
   const at = (seconds: number) => () => seconds * 1000;
 
@@ -35,6 +33,12 @@ describe('the signature of the documentation (docs/server.md, "The signature")',
     for (const now of [1700000000, 1700000300, 1699999700]) {
       assert.equal(verifySignature(documented, { secrets: 'shared-secret', now: at(now) }).taskId, 'order-42');
     }
+  });
+
+  it('is accepted among other entries: a v2 of another secret before it, a v1 after it', () => {
+    const crowded = `t=1700000000,v2=${'0'.repeat(64)},v2=${mac},v1=${'1'.repeat(64)}`;
+    const headers = { ...documented.headers, 'timewheel-signature': crowded };
+    assert.equal(verifySignature({ ...documented, headers }, { secrets: 'shared-secret', now: at(1700000000) }).taskId, 'order-42');
   });
 
   it('is refused past the tolerance, or with a tolerance made smaller', () => {
