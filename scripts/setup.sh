@@ -12,6 +12,7 @@ packages=(g++ clang clang-format cmake make libboost1.81-dev libboost-test1.81-d
           chromium chromium-driver python3-selenium # the dashboard in a browser (test/browser/)
           prometheus # promtool and a real Prometheus for monitoring/'s alerts (test/monitoring/)
           python3-yaml python3-jsonschema # the OpenAPI document's JSON and contract test (test/openapi/)
+          python3-pip python3-setuptools # `pip install ./clients/python`, checked by test/clients/python/
           "$@")
 
 # One dpkg-query for all of them: a package is missing unless listed as installed.
