@@ -119,6 +119,11 @@ void worker_impl::on_claimed(error_code ec, claim_result r, steady::time_point s
     }
     if (started_here > 0) {
         std::erase_if(r.tasks, [](const claimed_task& t) { return t.running; });
+        // Earliest first, as a start call's: the claim's answer comes shard by shard.
+        std::stable_sort(run_now.begin(), run_now.end(),
+                         [](const record_ref& a, const record_ref& b) {
+                             return a.record->task_.due < b.record->task_.due;
+                         });
     }
     if (started_waiting_.head) {
         schedule_starts(); // the ones that found no free handler slot
