@@ -292,6 +292,36 @@ BOOST_AUTO_TEST_CASE(with_a_subscription_claims_reach_every_shard_and_see_other_
     listening = false;
 }
 
+BOOST_AUTO_TEST_CASE(a_claim_smaller_than_the_shard_count_finds_a_due_task_by_its_second_call) {
+    auto opt = fixture::small();
+    opt.shards = 8;
+    fixture f(opt);
+    // Unsubscribed: every claim visits every shard, and a batch of 1 can lease in one shard
+    // only. Another producer's task is unknown to f until a visit reads that shard's next
+    // due; the next claim must then go there, not to the shard whose turn it is.
+    dq::redis_store producer(f.io.get_executor(), server().config(), opt);
+    dq::claim_options o;
+    o.batch = 1;
+    BOOST_TEST(f.claim_ok(o).tasks.empty()); // every shard read: all empty
+    std::string id;
+    for (int i = 0; id.empty(); ++i) {
+        const auto candidate = "t" + std::to_string(i);
+        if (producer.shard_of(candidate) == 5) { // neither of the next two turns (1, 2)
+            id = candidate;
+        }
+    }
+    auto [ec, r, sid] = timewheel::test::call<dq::submit_result, std::string>(
+        f.io, [&](auto h) { producer.submit(make(id, f.now() - 1s), std::move(h)); });
+    BOOST_REQUIRE(!ec);
+    std::vector<std::string> got;
+    for (int call = 0; call < 2 && got.empty(); ++call) {
+        for (const auto& t : f.claim_ok(o).tasks) {
+            got.push_back(t.id);
+        }
+    }
+    BOOST_TEST(got == std::vector<std::string>{id});
+}
+
 BOOST_AUTO_TEST_CASE(dense_far_due_times_split_their_slots_and_every_task_stays_reachable) {
     auto opt = fixture::small();
     opt.shards = 1;

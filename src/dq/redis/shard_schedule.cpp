@@ -59,6 +59,13 @@ std::vector<std::size_t> shard_schedule::shards_to_visit(std::int64_t horizon_ms
             visit.push_back((rotation_ + i) % n);
         }
         rotation_ = (rotation_ + 1) % n;
+        // The batch goes to the first shards of the list (claim() spreads it in order): the
+        // earliest due first (unknown ones before all), the rotation among equals. A batch
+        // smaller than the shard count otherwise went round the shards in turn, and a claim
+        // found nothing while a task was due in a shard whose turn had not come.
+        std::stable_sort(visit.begin(), visit.end(), [this](std::size_t a, std::size_t b) {
+            return next_due_[a] < next_due_[b];
+        });
         return visit;
     }
     const std::int64_t limit = estimated_now() + horizon_ms;
