@@ -341,14 +341,27 @@ std::optional<routed> refuse(const api_context& ctx, const request& req, std::st
                                      "--allowed-hosts)"),
                       "rejected"};
     }
-    if (!ctx.cfg.token.empty() && needs_token(path)) {
+    if (needs_token(path) && ctx.tokens->enabled()) {
         const std::string_view auth = req[http::field::authorization];
         constexpr std::string_view scheme = "Bearer ";
-        if (!auth.starts_with(scheme) ||
-            !constant_time_equal(auth.substr(scheme.size()), ctx.cfg.token)) {
+        const auto granted =
+            auth.starts_with(scheme) ? ctx.tokens->find(auth.substr(scheme.size())) : std::nullopt;
+        if (!granted) {
             auto res = error_response(http::status::unauthorized, "unauthorized",
                                       "a valid bearer token is required");
             res.set(http::field::www_authenticate, "Bearer");
+            return routed{std::move(res), "unauthorized"};
+        }
+        // Reading needs read; anything else write (admin is write's and the queues' and
+        // tenants' settings when they come). The token sees the route, so 403, not 404.
+        const auto needed =
+            changes_state(req.method()) ? service::scope::write : service::scope::read;
+        if (*granted < needed) {
+            auto res = error_response(
+                http::status::forbidden, "insufficient_scope",
+                "this token's scope is " + std::string(service::to_string(*granted)) +
+                    "; this request needs " + std::string(service::to_string(needed)));
+            res.set(http::field::www_authenticate, "Bearer error=\"insufficient_scope\"");
             return routed{std::move(res), "unauthorized"};
         }
     }

@@ -19,6 +19,8 @@
 #pragma GCC diagnostic ignored "-Wmismatched-new-delete"
 #endif
 
+#include "auth.hpp"
+
 #include <timewheeld/service/log.hpp>
 #include <timewheeld/service/metrics.hpp>
 #include <timewheeld/service/node_stats.hpp>
@@ -79,6 +81,8 @@ struct api_context {
     /// This node's callback figures (GET /v1/stats; all zero without a worker). Never null:
     /// the server passes its own empty one until set_node_stats() names the dispatchers'.
     const service::node_stats* stats;
+    /// The tokens in force (never null).
+    const token_watch* tokens;
 };
 
 /// An answer, and the route it was given on (the metrics' label: "GET /v1/tasks/{id}").

@@ -15,6 +15,7 @@
 #pragma GCC diagnostic ignored "-Wmismatched-new-delete"
 #endif
 
+#include "auth.hpp"
 #include "routes.hpp"
 
 #include <boost/asio/as_tuple.hpp>
@@ -112,8 +113,8 @@ public:
             sh->work.emplace(sh->io.get_executor());
             sh->store = source.open(sh->io.get_executor());
             sh->queue = std::make_unique<timewheel::dq::queue>(*sh->store.store);
-            sh->ctx = std::make_unique<api_context>(
-                api_context{*sh->queue, metrics_, cfg_, nullptr, log_, gauges_, &own_stats_});
+            sh->ctx = std::make_unique<api_context>(api_context{
+                *sh->queue, metrics_, cfg_, nullptr, log_, gauges_, &own_stats_, &tokens_});
             shards_.push_back(std::move(sh));
         }
         acceptor_.emplace(shards_[0]->io);
@@ -166,6 +167,7 @@ public:
                 });
             }
         }
+        tokens_.start(io0, handle_signals);
         if (handle_signals) {
             signals_.emplace(io0, SIGTERM, SIGINT);
             signals_->async_wait([this](boost::system::error_code ec, int sig) {
@@ -185,7 +187,9 @@ public:
                                 {"port", port_},
                                 {"threads", cfg_.threads},
                                 {"store", redact(cfg_.store)},
-                                {"auth", cfg_.token.empty() ? "none" : "bearer"}});
+                                {"auth", !tokens_.enabled()         ? "none"
+                                         : cfg_.tokens_file.empty() ? "bearer"
+                                                                    : "tokens"}});
         accept();
         std::vector<std::thread> threads;
         for (std::size_t i = 1; i < shards_.size(); ++i) {
@@ -317,6 +321,7 @@ private:
         if (signals_) {
             signals_->cancel(ignored);
         }
+        tokens_.stop();
         shutdown_timer_->expires_after(cfg_.shutdown_timeout);
         shutdown_timer_->async_wait([this](boost::system::error_code ec) {
             if (!ec) {
@@ -555,6 +560,7 @@ private:
     shard_hooks hooks_;
     service::service_metrics metrics_;
     service::logger& log_;
+    token_watch tokens_{cfg_, log_}; // after cfg_ and log_
     store_gauges_refresh gauges_;
     service::node_stats own_stats_{1}; // GET /v1/stats without set_node_stats(): all zero
     std::vector<std::unique_ptr<shard>> shards_;

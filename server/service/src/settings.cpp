@@ -147,6 +147,12 @@ const std::vector<option>& options() {
          "`/ui/`, which hold no data (compared in constant time). "
          "Prefer `TIMEWHEELD_TOKEN`: a flag shows in `ps`",
          [](settings& s, std::string_view v) { s.token = v; }},
+        {"tokens-file", "PATH", "",
+         "tokens with a scope each (`read`, `write`, `admin`), one per line as `SCOPE "
+         "sha256:HEX [NAME]` (docs/server.md, \"Tokens and scopes\"); re-read on SIGHUP "
+         "and when it changes (a file that does not parse is refused and the tokens in "
+         "force stay). `--token` is then one more token, of scope `admin`",
+         [](settings& s, std::string_view v) { s.tokens_file = v; }},
         {"threads", "N", "1",
          "threads, each with its own io_context: with Redis each has its own "
          "connection; with SQLite they share the one file (one writer thread, one "

@@ -60,7 +60,7 @@ class BadRequestError(ApiError):
 
 
 class AuthError(ApiError):
-    """401 (no or bad token) or 403 (``forbidden_origin``)."""
+    """401 (no or bad token) or 403 (``forbidden_origin``, or ``insufficient_scope``: a read token)."""
 
 
 class NotFoundError(ApiError):

@@ -29,7 +29,8 @@
 // Every error is JSON, {"error": {"code", "field", "message"}}; a 400 names the field and
 // nothing is stored. Limits: the body (413), the request target (414), the header fields
 // (431). With a token, /v1/* and /metrics need "Authorization: Bearer <token>", compared in
-// constant time (401 otherwise); /healthz and /readyz stay open to probes.
+// constant time (401 otherwise); /healthz and /readyz stay open to probes. Tokens of a
+// --tokens-file have a scope: read (GET), write or admin (403 insufficient_scope beyond it).
 //
 // Shutdown (stop(), or SIGTERM/SIGINT in the binary): the acceptor closes, connections
 // waiting for a request close, requests being read or answered finish (their answer says

@@ -35,6 +35,7 @@ struct settings {
     /// See store_source: the embedded default, a file in the working directory.
     std::string store = "sqlite:timewheeld.db";
     std::string token;       ///< when set, /v1/* and /metrics need "Authorization: Bearer <token>"
+    std::string tokens_file; ///< tokens with scopes (tokens.hpp), re-read on SIGHUP and change
     std::size_t threads = 1; ///< io_contexts, one thread each
     std::size_t max_body_bytes = 1024 * 1024; ///< a request body (413 beyond)
     std::size_t max_header_count = 64;        ///< header fields of a request (431 beyond)
