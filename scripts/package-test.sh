@@ -10,7 +10,10 @@
 #                  and COMPONENTS dq_sqlite timewheel::dq_sqlite (when SQLite 3 is there too)
 #   cron           test/consumer_cron/: find_package(timewheel COMPONENTS cron) brings
 #                  timewheel::cron and the date library (when the date library is there)
-# and checks that CMAKE_POSITION_INDEPENDENT_CODE (Conan's fPIC) decides -fPIC.
+# and checks that CMAKE_POSITION_INDEPENDENT_CODE (Conan's fPIC) decides -fPIC; then, when
+# timewheeld was built, its .deb (packaging/): made by CPack from the same build, read with
+# dpkg-deb, extracted (never installed) and its binary's --check-config run on the packaged
+# settings; its unit checked by systemd-analyze when that works here.
 # Prints PASS/FAIL per step and exits non-zero on any failure. Uses only temporary directories.
 # Usage: scripts/package-test.sh            (from anywhere in a clone)
 set -euo pipefail
@@ -151,6 +154,68 @@ consumer_subdirectory() {
   "$tmp/subdirectory/consumer_subdirectory"
 }
 
+# The .deb from the build above (CPack), checked without installing it: what it holds and
+# declares, the extracted binary on the packaged settings, the unit as systemd reads it.
+deb_package() {
+  (cd "$tmp/build" && cpack -G DEB -B "$tmp/deb")
+  local deb x="$tmp/deb-root" out f status=0
+  deb="$(echo "$tmp"/deb/timewheeld_*.deb)"
+  [ -f "$deb" ] || { echo "no timewheeld_*.deb in $tmp/deb"; return 1; }
+  dpkg-deb --info "$deb" | tee "$tmp/deb.info"
+  dpkg-deb --contents "$deb" | tee "$tmp/deb.contents"
+  grep -q "^ Package: timewheeld$" "$tmp/deb.info" || { echo "not the timewheeld package"; return 1; }
+  # Computed by dpkg-shlibdeps from what the binary links.
+  grep -E "^ Depends: .*libsqlite3-0" "$tmp/deb.info" | grep -q "libssl3" ||
+    { echo "Depends lacks libsqlite3-0 or libssl3"; return 1; }
+  for f in ' ./usr/bin/timewheeld$' ' ./lib/systemd/system/timewheeld.service$' \
+           ' ./usr/share/doc/timewheeld/server.md$' ' ./usr/share/doc/timewheeld/copyright$'; do
+    grep -q "$f" "$tmp/deb.contents" || { echo "the package lacks$f"; return 1; }
+  done
+  # The settings hold secrets: root's alone.
+  grep -q '^-rw------- root/root .* ./etc/timewheeld/timewheeld.env$' "$tmp/deb.contents" ||
+    { echo "timewheeld.env is not -rw------- root/root"; return 1; }
+  if grep -E '\.(a|hpp|cmake|pc)$' "$tmp/deb.contents"; then
+    echo "the package holds the library's files"; return 1
+  fi
+  dpkg-deb -e "$deb" "$tmp/deb-control"
+  grep -qx /etc/timewheeld/timewheeld.env "$tmp/deb-control/conffiles" ||
+    { echo "timewheeld.env is not a conffile"; return 1; }
+  [ -x "$tmp/deb-control/postinst" ] || { echo "postinst is not executable"; return 1; }
+
+  dpkg-deb -x "$deb" "$x"
+  # The packaged settings, as the unit gives them (EnvironmentFile= is KEY=VALUE lines),
+  # but the store in a directory of ours (/var/lib/timewheeld exists under the unit only).
+  mkdir "$tmp/deb-state"
+  # shellcheck disable=SC1091 # the extracted file
+  out="$(set -a; . "$x/etc/timewheeld/timewheeld.env"; set +a
+         TIMEWHEELD_STORE="sqlite:$tmp/deb-state/timewheeld.db" "$x/usr/bin/timewheeld" --check-config)"
+  echo "$out"
+  grep -q -- "--bind = 127.0.0.1 (TIMEWHEELD_BIND)" <<<"$out" ||
+    { echo "--check-config did not read the packaged settings"; return 1; }
+  grep -q "the configuration is valid" <<<"$out" || { echo "--check-config did not pass"; return 1; }
+  # A bad setting: exit 2, naming it.
+  out="$(TIMEWHEELD_PORT=eighty "$x/usr/bin/timewheeld" --check-config 2>&1)" || status=$?
+  echo "$out"
+  if [ "$status" -ne 2 ] || ! grep -q "TIMEWHEELD_PORT" <<<"$out"; then
+    echo "a bad TIMEWHEELD_PORT: exit $status, not 2 naming it"; return 1
+  fi
+
+  # The unit as systemd reads it, its paths pointed into the extracted tree.
+  sed -e "s|/usr/bin/timewheeld|$x/usr/bin/timewheeld|" \
+      -e "s|/etc/timewheeld/timewheeld.env|$x/etc/timewheeld/timewheeld.env|" \
+      "$x/lib/systemd/system/timewheeld.service" >"$tmp/timewheeld.service"
+  printf '[Service]\nExecStart=/bin/true\n' >"$tmp/probe.service"
+  if ! command -v systemd-analyze >/dev/null ||
+     ! systemd-analyze verify "$tmp/probe.service" >/dev/null 2>&1; then
+    echo "SKIP: systemd-analyze verify does not work here"; return 0
+  fi
+  # verify exits 0 on unknown keys too: any output is a failure.
+  out="$(systemd-analyze verify "$tmp/timewheeld.service" 2>&1)"
+  [ -z "$out" ] || { echo "systemd-analyze verify: $out"; return 1; }
+  # The hardening as systemd scores it (0 best, 10 worst; 1.4 when written): at most 2.0.
+  systemd-analyze security --offline=yes --threshold=20 "$tmp/timewheeld.service" | tail -n 1
+}
+
 run install install_library
 if [ "$failures" -ne 0 ]; then
   echo "package-test: FAIL (install failed; consumers not tried)"
@@ -170,6 +235,11 @@ else
   echo "SKIP: consumer of the cron component (built without the date library)"
 fi
 run "position-independent code follows CMAKE_POSITION_INDEPENDENT_CODE" position_independent_code
+if [ -x "$tmp/build/server/timewheeld" ] && command -v dpkg-deb >/dev/null; then
+  run "the timewheeld .deb (cpack -G DEB, dpkg-deb, --check-config, systemd-analyze)" deb_package
+else
+  echo "SKIP: the timewheeld .deb (timewheeld not built, or no dpkg-deb)"
+fi
 
 if [ "$failures" -ne 0 ]; then
   echo "package-test: FAIL ($failures failed)"

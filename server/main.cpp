@@ -7,9 +7,13 @@
 // first thread, next to the worker, unless --no-scheduler) until SIGTERM or SIGINT, and
 // exits 0 once in-flight requests are answered and the callbacks have finished or been
 // given back. Exit status 2 for bad settings, 1 for a failure at start (the address in use).
+// Two other ways to run it, with the same flags and environment: `--check-config` checks
+// them and the store and prints what a start would run with, and `timewheeld backup PATH`
+// copies the embedded store while a timewheeld runs on it (service/backup.hpp).
 //
 #include <timewheeld/api/server.hpp>
 #include <timewheeld/dispatch/dispatcher.hpp>
+#include <timewheeld/service/backup.hpp>
 #include <timewheeld/service/log.hpp>
 #include <timewheeld/service/metrics.hpp>
 #include <timewheeld/service/node_stats.hpp>
@@ -25,6 +29,7 @@
 #include <cstdio>
 #include <exception>
 #include <memory>
+#include <stdexcept>
 #include <string>
 #include <string_view>
 #include <utility>
@@ -51,11 +56,51 @@ timewheel::dq::scheduler_options scheduler_options_from(const timewheeld::servic
     return o;
 }
 
+// `timewheeld backup PATH [--force] [FLAGS]`: the flags (and environment) are the service's,
+// so that the same environment file names the store.
+int backup(int argc, char** argv) {
+    namespace service = timewheeld::service;
+    std::vector<const char*> rest{argv[0]};
+    service::backup_options opt;
+    for (int i = 3; i < argc; ++i) {
+        if (std::string_view(argv[i]) == "--force") {
+            opt.force = true;
+        } else {
+            rest.push_back(argv[i]);
+        }
+    }
+    // PATH first: after it, a word is a flag's value (--store sqlite:x).
+    const bool destination_given = argc > 2 && argv[2][0] != '-';
+    const std::string destination = destination_given ? argv[2] : "";
+    try {
+        if (!destination_given) {
+            throw std::invalid_argument("backup: needs the destination first, as in "
+                                        "`timewheeld backup /var/backups/timewheeld.db`");
+        }
+        const auto parsed = service::parse_settings(static_cast<int>(rest.size()), rest.data());
+        opt.busy_timeout = parsed.settings.store_timeout;
+        const auto s = service::backup_store(parsed.settings.store, destination, opt);
+        std::printf("timewheeld: backed up %s to %s (%lld tasks, %lld bytes)\n",
+                    parsed.settings.store.c_str(), destination.c_str(),
+                    static_cast<long long>(s.tasks), static_cast<long long>(s.bytes));
+        return 0;
+    } catch (const std::invalid_argument& e) {
+        std::fprintf(stderr, "timewheeld: %s\n", e.what());
+        return 2;
+    } catch (const std::exception& e) {
+        std::fprintf(stderr, "timewheeld: %s\n", e.what());
+        return 1;
+    }
+}
+
 } // namespace
 
 int main(int argc, char** argv) {
     namespace api = timewheeld::api;
     namespace service = timewheeld::service;
+    if (argc > 1 && std::string_view(argv[1]) == "backup") {
+        return backup(argc, argv);
+    }
     service::parsed_settings parsed;
     try {
         parsed = service::parse_settings(argc, argv);
@@ -69,6 +114,18 @@ int main(int argc, char** argv) {
     }
     if (parsed.help_markdown) {
         std::fputs(service::flags_markdown().c_str(), stdout);
+        return 0;
+    }
+    if (parsed.check_config) {
+        // The settings parsed above as a start parses them; then the store, unchanged.
+        std::fputs(service::describe_settings(parsed).c_str(), stdout);
+        try {
+            std::printf("store: %s\n", service::check_store(parsed.settings.store).c_str());
+        } catch (const std::exception& e) {
+            std::fprintf(stderr, "timewheeld: %s\n", e.what());
+            return 2;
+        }
+        std::puts("timewheeld: the configuration is valid");
         return 0;
     }
     // A write to a closed pipe (the log's reader gone, say) fails with EPIPE like any other

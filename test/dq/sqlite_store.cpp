@@ -362,6 +362,17 @@ BOOST_AUTO_TEST_CASE(a_store_opened_while_another_holds_the_file_waits_for_it) {
     BOOST_TEST(opened.get());
 }
 
+BOOST_AUTO_TEST_CASE(another_connection_reads_a_store_in_use_and_the_store_goes_on) {
+    // What `timewheeld backup` rests on: a store keeps other stores out (PATH-lock), not
+    // readers of another connection (or process).
+    fixture f;
+    BOOST_TEST(!std::get<0>(f.submit(make("a", 1h))));
+    BOOST_TEST(timewheel::test::sqlite_scalar(f.opt.path, "SELECT count(*) FROM tasks") == 1);
+    BOOST_TEST(!std::get<0>(f.submit(make("b", 1h))));
+    BOOST_TEST(timewheel::test::sqlite_scalar(f.opt.path, "SELECT count(*) FROM tasks") == 2);
+    BOOST_TEST(f.status_ok("a").state == dq::task_state::delayed);
+}
+
 BOOST_AUTO_TEST_CASE(a_closed_store_cannot_be_shared) {
     fixture f;
     f.sqlite().close();

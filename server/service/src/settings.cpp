@@ -348,6 +348,7 @@ parsed_settings parse_settings(int argc, const char* const* argv,
         const std::string name = env_name(o.flag);
         const char* v = getenv ? getenv(name.c_str()) : std::getenv(name.c_str());
         if (v) {
+            r.given[std::string(o.flag)] = {v, name};
             try {
                 o.set(r.settings, v);
             } catch (const std::invalid_argument& e) {
@@ -364,6 +365,10 @@ parsed_settings parse_settings(int argc, const char* const* argv,
         }
         if (a == "--help-markdown") {
             r.help_markdown = true;
+            continue;
+        }
+        if (a == "--check-config") {
+            r.check_config = true;
             continue;
         }
         if (!a.starts_with("--")) {
@@ -393,9 +398,15 @@ parsed_settings parse_settings(int argc, const char* const* argv,
             }
             value = argv[++i];
         }
+        auto& origin = r.given[std::string(found->flag)];
         if (found->reset && std::find(reset.begin(), reset.end(), found) == reset.end()) {
             found->reset(r.settings);
             reset.push_back(found);
+            origin = {std::string(*value), "--" + std::string(found->flag)};
+        } else if (found->reset) {
+            origin.value += "," + std::string(*value);
+        } else {
+            origin = {std::string(*value), "--" + std::string(found->flag)};
         }
         found->set(r.settings, *value);
     }
@@ -424,7 +435,44 @@ std::string help_text() {
         }
         out += left + "\n      " + help + "\n      env " + env_name(o.flag) + "\n";
     }
-    out += "  --help\n      this text\n";
+    out += "  --check-config\n      check the settings and the store, print them (secrets masked) "
+           "and\n"
+           "      exit: 0 when a start would get past them, 2 naming what is wrong\n"
+           "  --help\n      this text\n\n"
+           "usage: timewheeld backup PATH [--force] [FLAGS]\n\n"
+           "Copies the sqlite: store (--store, TIMEWHEELD_STORE) to the new file PATH while a\n"
+           "timewheeld may be running on it; --force replaces an existing PATH.\n";
+    return out;
+}
+
+std::string describe_settings(const parsed_settings& p) {
+    // The settings whose values are secrets: shown as set or not, never their value.
+    constexpr std::string_view secret[] = {"token", "signing-secret", "signing-secret-for"};
+    std::string out;
+    for (const auto& o : options()) {
+        std::string value;
+        std::string from = "default";
+        if (const auto it = p.given.find(o.flag); it != p.given.end()) {
+            value = it->second.value;
+            from = it->second.from;
+        } else {
+            value = o.default_value.empty() ? "(unset)" : std::string(o.default_value);
+        }
+        if (from != "default" &&
+            std::find(std::begin(secret), std::end(secret), o.flag) != std::end(secret)) {
+            value = value.empty() ? "(empty)" : "****";
+        }
+        if (o.flag == "store" && value.starts_with("redis://")) {
+            // redis://user:password@host: the password masked.
+            const auto at = value.rfind('@');
+            if (at != std::string::npos) {
+                const auto colon = value.find(':', 8);
+                const auto start = colon < at ? colon + 1 : 8;
+                value.replace(start, at - start, "****");
+            }
+        }
+        out += "--" + std::string(o.flag) + " = " + value + " (" + from + ")\n";
+    }
     return out;
 }
 

@@ -15,7 +15,12 @@
 #include <boost/asio/ip/address.hpp>
 #include <boost/asio/ip/tcp.hpp>
 
+#include <unistd.h>
+
+#include <cerrno>
 #include <charconv>
+#include <cstring>
+#include <fstream>
 #include <optional>
 #include <stdexcept>
 
@@ -96,6 +101,39 @@ std::optional<redis_location> redis_location_of(std::string_view url, const stor
         return std::nullopt;
     }
     return parse_redis(url.substr(8), opt);
+}
+
+std::string check_store(std::string_view url) {
+    if (auto where = redis_location_of(url)) {
+        return "redis " + where->config.host + ":" + std::to_string(where->config.port) +
+               ", queue " + where->queue + " (not contacted)";
+    }
+    store_source source(url); // the scheme and the file name, as a start checks them
+    const std::string path(url.substr(7));
+    const auto slash = path.rfind('/');
+    const std::string dir = slash == std::string::npos ? "." : path.substr(0, slash + 1);
+    auto fail = [&](const std::string& what) {
+        throw std::invalid_argument("--store: '" + path + "' " + what);
+    };
+    // The journal (PATH-wal) and the store's lock (PATH-lock) are created next to it.
+    if (::access(dir.c_str(), W_OK | X_OK) != 0) {
+        fail("cannot be used: its directory " + dir + ": " + std::strerror(errno));
+    }
+    if (::access(path.c_str(), F_OK) != 0) {
+        return "sqlite " + path + " (missing: created at start)";
+    }
+    if (::access(path.c_str(), R_OK | W_OK) != 0) {
+        fail("cannot be read and written: " + std::string(std::strerror(errno)));
+    }
+    // SQLite's header, read without opening the database (which could change it).
+    std::ifstream in(path, std::ios::binary);
+    char header[16] = {};
+    in.read(header, sizeof header);
+    if (in.gcount() != 0 &&
+        std::string_view(header, in.gcount()) != std::string_view("SQLite format 3\0", 16)) {
+        fail("is not an SQLite database");
+    }
+    return "sqlite " + path + (in.gcount() == 0 ? " (empty)" : " (an SQLite database)");
 }
 
 struct store_source::impl {

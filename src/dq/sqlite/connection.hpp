@@ -20,6 +20,10 @@
 
 #include <sqlite3.h>
 
+#include <fcntl.h>
+#include <sys/file.h>
+#include <unistd.h>
+
 #include <cstdint>
 #include <memory>
 #include <string>
@@ -39,6 +43,34 @@ inline boost::system::error_code sqlite_error(int rc) {
     }
     return {rc, sqlite_category()};
 }
+
+// The one-store-per-file lock: flock() on a file of its own next to the database
+// (PATH-lock), held while the store is open. Not SQLite's locking_mode=EXCLUSIVE, which
+// would also keep every other process from reading the file (`timewheeld backup` reads it
+// while the store runs), and not a lock on the database file itself: closing any other
+// descriptor of that file drops the POSIX locks SQLite holds on it in this process.
+class file_lock {
+public:
+    file_lock() = default;
+    ~file_lock() {
+        if (fd_ >= 0) {
+            ::close(fd_); // releases the flock
+        }
+    }
+    file_lock(const file_lock&) = delete;
+    file_lock& operator=(const file_lock&) = delete;
+
+    // Creates the file if missing; false with errno set when it cannot be opened.
+    bool open(const std::string& path) {
+        fd_ = ::open(path.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0644);
+        return fd_ >= 0;
+    }
+    // Without waiting: false when another store (of any process) holds it.
+    bool try_lock() noexcept { return ::flock(fd_, LOCK_EX | LOCK_NB) == 0; }
+
+private:
+    int fd_ = -1;
+};
 
 // A prepared statement, reset (and its bindings kept until rebound) when a use ends.
 class statement {

@@ -315,6 +315,7 @@ private:
     std::chrono::steady_clock::duration timeout_; // 0: none (no watchdog)
     std::mutex waiters_m_;
     std::vector<std::weak_ptr<sqlite_waiter>> waiters_;
+    sqlite::file_lock lock_; // before db_: let go of after the database is closed
     sqlite::connection db_;
     std::mt19937_64 rng_;
     // The tasks in each state (index: the state's number), counted at open and kept by every

@@ -1,7 +1,8 @@
 //
 // src/dq/sqlite/schema.cpp
 //
-// Opening the database: the pragmas the engine's guarantees rest on (an exclusive lock, WAL,
+// Opening the database: what the engine's guarantees rest on (the file held by this store
+// alone, PATH-lock, while other processes may still read it: WAL with shared memory;
 // synchronous FULL unless fsync is off), the tables and indexes (below),
 // and the schema version, which refuses a file written by a newer library. The counts by
 // state that trimming and count_tasks read start here, from the file.
@@ -32,7 +33,10 @@
 #include <boost/system/system_error.hpp>
 
 #include <algorithm>
+#include <cerrno>
+#include <cstring>
 #include <limits>
+#include <thread>
 
 namespace timewheel::dq::detail {
 
@@ -119,10 +123,20 @@ void sqlite_engine::open() {
     const auto busy_ms = std::chrono::duration_cast<std::chrono::milliseconds>(timeout_).count();
     sqlite3_busy_timeout(db_.get(), static_cast<int>(std::min<std::int64_t>(
                                         busy_ms, std::numeric_limits<int>::max())));
+    // No other store (of this process or another) may write behind this one's back: its
+    // lock is waited for as long as SQLite's busy timeout, then the open fails.
+    const std::string lock_path = opt_.path + "-lock";
+    if (!lock_.open(lock_path)) {
+        open_failed(SQLITE_CANTOPEN, "cannot open " + lock_path + ": " + std::strerror(errno));
+    }
+    const auto give_up = std::chrono::steady_clock::now() + std::chrono::milliseconds(busy_ms);
+    while (!lock_.try_lock()) {
+        if (std::chrono::steady_clock::now() >= give_up) {
+            open_failed(SQLITE_BUSY, "another store holds the file (" + lock_path + ")");
+        }
+        std::this_thread::sleep_for(std::chrono::milliseconds(10));
+    }
     try {
-        // Exclusive: no other connection (another store on the same file) may write
-        // behind this one's back, and WAL needs no shared memory.
-        exec("PRAGMA locking_mode = EXCLUSIVE");
         {
             statement s(db_.get(), "PRAGMA journal_mode = WAL");
             query q(s);

@@ -104,12 +104,27 @@ struct parsed_settings {
     /// --help-markdown (not listed by --help: for scripts/gen-server-flags.sh) was given:
     /// print flags_markdown() and exit 0
     bool help_markdown = false;
+    /// --check-config was given: check the settings and the store, print them
+    /// (describe_settings() and check_store()) and exit, without serving
+    bool check_config = false;
+    /// Where each setting given came from, by flag name (without "--"): its value as
+    /// given (a repeated list flag's joined with ',') and "--flag" or the variable's name.
+    struct origin {
+        std::string value;
+        std::string from;
+    };
+    std::map<std::string, origin, std::less<>> given;
 };
 
 /// Reads the environment (through `getenv`, std::getenv by default), then the flags.
 /** @throws std::invalid_argument naming the flag (or variable) and what is wrong with it. */
 parsed_settings parse_settings(int argc, const char* const* argv,
                                const std::function<const char*(const char*)>& getenv = {});
+
+/// What `--check-config` prints: every setting, one a line, with the value it takes and
+/// where that came from (a flag, a variable, the default); secrets masked (the token, the
+/// signing secrets, a Redis password in the store URL).
+std::string describe_settings(const parsed_settings& p);
 
 /// The usage text: every flag, its variable, its default.
 std::string help_text();

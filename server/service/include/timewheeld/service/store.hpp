@@ -58,6 +58,13 @@ struct redis_location {
 std::optional<redis_location> redis_location_of(std::string_view url,
                                                 const store_options& opt = {});
 
+/// What `--check-config` says of the store `url` names, checked without changing it (nor
+/// contacting a Redis server): a sqlite: file is a database (its header) that can be read and
+/// written, or is missing in a directory where it can be created; a redis:// URL is well
+/// formed and its host resolves.
+/** @throws std::invalid_argument naming what is wrong ("--store: ..."). */
+std::string check_store(std::string_view url);
+
 /// Where the service's stores come from: the URL read (and a Redis host resolved) once.
 /**
  * @par Thread Safety
