@@ -19,6 +19,7 @@
 #include <timewheeld/service/node_stats.hpp>
 #include <timewheeld/service/settings.hpp>
 #include <timewheeld/service/store.hpp>
+#include <timewheeld/service/tokens.hpp>
 
 #include <timewheel/dq/scheduler.hpp>
 
@@ -121,6 +122,11 @@ int main(int argc, char** argv) {
         std::fputs(service::describe_settings(parsed).c_str(), stdout);
         try {
             std::printf("store: %s\n", service::check_store(parsed.settings.store).c_str());
+            if (!parsed.settings.tokens_file.empty()) {
+                const auto tokens = service::token_set::read_file(parsed.settings.tokens_file);
+                std::printf("tokens: %zu in %s\n", tokens.entries().size(),
+                            parsed.settings.tokens_file.c_str());
+            }
         } catch (const std::exception& e) {
             std::fprintf(stderr, "timewheeld: %s\n", e.what());
             return 2;

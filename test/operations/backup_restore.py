@@ -222,7 +222,17 @@ def check_config(binary, tmp, store):
     r = run_tw(binary, '--check-config', '--store', 'redis://u:pw1234@127.0.0.1:1/q', env=env)
     check(r.returncode == 0 and 'pw1234' not in r.stdout and 'redis://u:****@127.0.0.1:1/q' in r.stdout,
           f'a redis store: {r.stdout}')
-    print('ok: --check-config shows the settings (secrets masked) and checks the store; bad ones exit 2 naming them')
+    tokens = os.path.join(tmp, 'tokens')
+    with open(tokens, 'w') as f:
+        f.write('read sha256:' + '0' * 64 + ' ok\n')
+    r = run_tw(binary, '--check-config', '--tokens-file', tokens, env=env)
+    check(r.returncode == 0 and f'tokens: 1 in {tokens}' in r.stdout, f'a tokens file: {r.stdout} {r.stderr!r}')
+    with open(tokens, 'a') as f:
+        f.write('owner sha256:' + '1' * 64 + '\n')
+    r = run_tw(binary, '--check-config', '--tokens-file', tokens, env=env)
+    check(r.returncode == 2 and 'line 2: unknown scope' in r.stderr, f'a bad tokens file: {r.returncode} {r.stderr!r}')
+    print('ok: --check-config shows the settings (secrets masked), checks the store and the tokens file; bad ones '
+          'exit 2 naming them')
 
 
 def main():
