@@ -7,7 +7,8 @@
 # then the whole life of tasks there: many tasks submitted and each called back, a cancel (never
 # called), a reschedule (called at its new time), a task that dies into the dead letters and
 # is retried from there, a callback answering 202 whose result is reported with POST
-# /v1/tasks/{id}/result, the listing, the stats, /readyz and /metrics. Skipped (77) without
+# /v1/tasks/{id}/result to a second node without a worker (forwarded to the holder over the
+# cluster's pub/sub), the listing, the stats, /readyz and /metrics. Skipped (77) without
 # redis-server or redis-cli.
 #
 #   python3 test/cluster/service_on_cluster.py --timewheeld build/server/timewheeld
@@ -59,11 +60,20 @@ def run(binary, tmp):
         check([e['id'] for e in dead] == ['dies'], f'the dead letters are not [dies]: {dead}')
         svc.api('POST', '/v1/dead/dies/retry')
 
-        # A callback that answers 202; its result reported through the API.
+        # A callback that answers 202; its result reported to another node (API only), which
+        # forwards it over the cluster's pub/sub to the node that holds the attempt.
         svc.api('POST', '/v1/tasks', {'id': 'later', 'delay_ms': 0, 'callback': {'url': rx.url('/later')}})
         wait_for(lambda: rx.called('later'), 'the 202 callback to be called')
         attempt = rx.called('later')[0][0]
-        svc.api('POST', '/v1/tasks/later/result', {'attempt': attempt, 'outcome': 'success'})
+        other_tmp = os.path.join(tmp, 'api-node')
+        os.makedirs(other_tmp)
+        other = Service(binary, cluster.url('orders'), other_tmp, TOKEN, extra_args=['--no-worker'])
+        try:
+            answer = other.api('POST', '/v1/tasks/later/result', {'attempt': attempt, 'outcome': 'success'},
+                               expect=(200,))
+            check(not answer.get('forwarded'), f'the result was not taken by the holder: {answer}')
+        finally:
+            other.close()
 
         ids = [f'task-{i}' for i in range(TASKS)] + ['moved', 'dies', 'later']
         wait_for(lambda: all(svc.state(i) == 'finished' for i in ids), 'every task to finish', 60)
@@ -90,7 +100,7 @@ def run(binary, tmp):
         status, _, metrics = svc.raw('GET', '/metrics', headers={'Authorization': f'Bearer {TOKEN}'})
         check(status == 200 and b'timewheeld_' in metrics, f'/metrics answered {status}')
         print(f'service on cluster: ok: {len(ids)} tasks finished over 3 masters, 1 cancelled, '
-              f'a dead letter retried, a result reported')
+              f'a dead letter retried, a result forwarded between nodes')
     finally:
         if svc:
             svc.close()
