@@ -6,13 +6,15 @@
 # SQLite store (a file in a temporary directory). Every run gets a timewheeld of its own
 # (free port, 127.0.0.1, --callback-allow-loopback) over a fresh store (a new Redis queue
 # name, a new SQLite file), stopped with SIGTERM after it. Prints one Markdown table, then
-# every run's JSON line.
+# every run's JSON line. Then the Redis Cluster case (scripts/lib/bench_cluster.py): with 1, 2
+# and 3 masters, each master's Redis CPU per task and how evenly the shards spread (skew,
+# max/mean over the masters), so that throughput at N masters can be projected.
 #
 # Full: 50,000 submits, 100,000 callbacks due over 1 s, lateness over 20 s. --quick: 10,000
-# submits, 20,000 callbacks, lateness over 5 s.
+# submits, 20,000 callbacks, lateness over 5 s. Cluster: 20,000 tasks per run (--quick 5,000).
 #
 # Builds timewheeld and timewheeld_bench in Release in $BUILD_DIR (default build-release/).
-# Usage: scripts/bench-server.sh [--quick] [--only redis|sqlite] [--threads N] [--sqlite-threads N]
+# Usage: scripts/bench-server.sh [--quick] [--only redis|sqlite|cluster] [--threads N] [--sqlite-threads N]
 #                                [--keep-log FILE] [--perf DIR] [-- timewheeld flags...]
 #   --threads N   timewheeld's --threads with the Redis store
 #   --sqlite-threads N  timewheeld's --threads with the SQLite store (default 1; the threads
@@ -132,6 +134,11 @@ for store in redis sqlite; do
   run "$store" lateness --n "$late_n" --rate 1000 --lead-ms 1000 --conns 32
 done
 load_after=$(cut -d' ' -f1-3 /proc/loadavg)
+cluster_table=""
+if [ -z "$only" ] || [ "$only" = cluster ]; then
+  cluster_table=$(python3 scripts/lib/bench_cluster.py --timewheeld "$tw" --bench "$bench" \
+    --n "$([ "$quick" = 1 ] && echo 5000 || echo 20000)" 2> >(tee -a "$log" >&2))
+fi
 
 echo
 echo "timewheeld (--threads $threads with Redis, $sqlite_threads with SQLite${extra:+, ${extra[*]}}), redis-server" \
@@ -146,7 +153,7 @@ import json, sys
 runs = [json.loads(l) for l in open(sys.argv[1]) if l.startswith("{")]
 def get(store, case):
     for r in runs:
-        if r["store"] == store and r["case"] == case:
+        if r.get("store") == store and r.get("case") == case:
             return r
     return None
 def fmt(v, d=0):
@@ -154,13 +161,13 @@ def fmt(v, d=0):
 def cpu(r):
     c = (r or {}).get("cpu_percent") or {}
     return ", ".join(f"{k} {v:.0f}%" for k, v in c.items())
-stores = [s for s in ("redis", "sqlite") if any(r["store"] == s for r in runs)]
+stores = [s for s in ("redis", "sqlite") if any(r.get("store") == s for r in runs)]
 print("| measure | " + " | ".join(stores) + " | target |")
 print("|---|" + "---:|" * len(stores) + "---|")
 def row(name, case, key, d=0, target=""):
     vals = [fmt((get(s, case) or {}).get(key), d) for s in stores]
     print(f"| {name} | " + " | ".join(vals) + f" | {target} |")
-c = next((r for r in runs if r["case"] == "callbacks"), None)
+c = next((r for r in runs if r.get("case") == "callbacks"), None)
 if c:
     row(f"callbacks/s, {c['n']:,} tasks due over {c['window_ms']} ms (first due → last callback)",
         "callbacks", "callbacks_per_s", 0, "≥ 20,000 Redis, ≥ 5,000 SQLite")
@@ -170,7 +177,7 @@ if c:
     row("  retries (Timewheel-Attempt > 1)", "callbacks", "retries")
     print("| CPU over the drain, % of one core | " +
           " | ".join(cpu(get(s, "callbacks")) for s in stores) + " | |")
-l = next((r for r in runs if r["case"] == "lateness"), None)
+l = next((r for r in runs if r.get("case") == "lateness"), None)
 if l:
     row(f"lateness at {l['rate']:,} tasks/s ({l['n']:,} tasks): p50 ms", "lateness", "lateness_p50_ms", 2)
     row("  p99 ms", "lateness", "lateness_p99_ms", 2, "≤ 10")
@@ -178,7 +185,7 @@ if l:
     row("  callbacks before their due time", "lateness", "early")
     print("| CPU at 1,000 tasks/s, % of one core | " +
           " | ".join(cpu(get(s, "lateness")) for s in stores) + " | |")
-s = next((r for r in runs if r["case"] == "submit"), None)
+s = next((r for r in runs if r.get("case") == "submit"), None)
 if s:
     row(f"POST /v1/tasks, {s['n']:,} requests, {s['conns']} keep-alive connections, not pipelined: requests/s",
         "submit", "requests_per_s")
@@ -187,6 +194,11 @@ if s:
     print("| CPU while submitting, % of one core | " +
           " | ".join(cpu(get(s, "submit")) for s in stores) + " | |")
 EOF
+if [ -n "$cluster_table" ]; then
+  echo
+  echo "Redis Cluster, no replicas (timewheeld --threads 1, callbacks case):"
+  echo "$cluster_table"
+fi
 echo
 echo "every run:"
 cat "$log"

@@ -190,6 +190,11 @@ net::awaitable<error_code> cluster_impl::refresh() {
     for (std::uint16_t n = 0; n < map_.nodes().size(); ++n)
         if (std::find(order.begin(), order.end(), n) == order.end())
             order.push_back(n);
+    // A node whose connection is down (a master killed) last: each waits its connect timeout,
+    // and a live one knows who took over its slots.
+    std::stable_partition(order.begin(), order.end(), [this](std::uint16_t n) {
+        return n >= connections_.size() || !connections_[n] || connections_[n]->is_connected();
+    });
 
     request req;
     req.push("CLUSTER", "SLOTS");
@@ -401,8 +406,14 @@ net::awaitable<error_code> cluster_impl::run(request const& req, response& resp,
             (void)ns;
             errors = std::move(ecs);
         }
-        if (auto ec = first_error(errors))
+        if (auto ec = first_error(errors)) {
+            // A master that does not answer may be dead, its replica promoted by now: only a
+            // new map tells, and no MOVED comes from a dead node. Without this refresh every
+            // request for its slots would go on failing against the old address.
+            if (ec != error::closed && ec != net::error::operation_aborted)
+                refresh_in_background(shared_from_this());
             co_return ec;
+        }
 
         // Sort the replies into final ones and commands to send again.
         bool wait = false;

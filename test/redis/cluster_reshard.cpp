@@ -3,7 +3,9 @@
 // Every INCR is acknowledged exactly once (a command answered ASK or MOVED was not executed,
 // so its retry is not a double count), every multi-key read answers (TRYAGAIN during the
 // migration is retried), the client follows MOVED, and at the end each key holds exactly the
-// number of increments acknowledged, read with redis-cli on the key's new master.
+// number of increments acknowledged, read with redis-cli on the key's new master. And a master
+// killed whose slots another takes (as a promoted replica does): the client, whose map still
+// names the dead address, finds the new owner.
 
 #define BOOST_TEST_MODULE cluster_reshard
 #include <timewheel/redis/cluster.hpp>
@@ -151,6 +153,63 @@ BOOST_AUTO_TEST_CASE(moved_after_reshard_during_traffic) {
         auto value = f.cli(owner, {"GET", k});
         BOOST_TEST(std::stoll(value) == acknowledged[k], k);
     }
+}
+
+BOOST_AUTO_TEST_CASE(a_dead_masters_slots_are_followed_to_their_new_owner) {
+    cluster_fixture f;
+    auto const dead = f.ports[1];
+    auto const heir = f.ports[2];
+    std::string key;
+    for (int n = 0; key.empty(); ++n)
+        if (f.owner_port(redis::key_slot("k" + std::to_string(n))) == dead)
+            key = "k" + std::to_string(n);
+
+    net::io_context io;
+    redis::cluster_config cfg;
+    cfg.node.port = f.ports[0];
+    cfg.node.connect_timeout = std::chrono::milliseconds(300);
+    cfg.node.request_timeout = std::chrono::milliseconds(500);
+    redis::cluster c(io, cfg);
+    auto set = [&](std::string const& value) {
+        redis::request req;
+        req.push("SET", key, value);
+        redis::response resp;
+        auto const ec = timewheel::test::exec(io, c, req, resp);
+        return !ec && resp.size() == 1 && !resp[0].is_error();
+    };
+    BOOST_TEST_REQUIRE(set("before")); // the map learnt: the key's slot is the dead one's
+
+    // A promotion by hand (this cluster has no replicas): the others forget the dead master
+    // and the heir takes its slots.
+    std::vector<std::pair<int, int>> slots;
+    for (auto const& [port, range] : f.slot_ranges())
+        if (port == dead)
+            slots.push_back(range);
+    auto const dead_id = f.node_id(dead);
+    f.kill9(dead);
+    for (auto const p : {f.ports[0], heir})
+        f.cli(p, {"CLUSTER", "FORGET", dead_id});
+    for (auto const& [lo, hi] : slots)
+        f.cli(heir, {"CLUSTER", "ADDSLOTSRANGE", std::to_string(lo), std::to_string(hi)});
+
+    // The first SET goes to the dead address and fails; a later one reaches the heir (no MOVED
+    // can come from a dead node: the connection error itself must refresh the map).
+    int failed = 0;
+    bool written = false;
+    for (int i = 0; i < 60 && !written; ++i) {
+        written = set("after");
+        if (!written) {
+            ++failed;
+            timewheel::test::run_for(io, std::chrono::milliseconds(100));
+        }
+    }
+    BOOST_TEST(written);
+    BOOST_TEST(failed >= 1);
+    auto got = f.cli(heir, {"GET", key});
+    while (!got.empty() && (got.back() == '\n' || got.back() == '\r'))
+        got.pop_back();
+    BOOST_TEST(got == "after");
+    BOOST_TEST(c.stats().refreshes >= 2u);
 }
 
 BOOST_AUTO_TEST_SUITE_END()

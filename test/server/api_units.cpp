@@ -183,6 +183,59 @@ BOOST_AUTO_TEST_CASE(store_urls_that_are_refused) {
     }
 }
 
+BOOST_AUTO_TEST_CASE(a_cluster_url_names_its_seeds_credentials_and_queue) {
+    const auto where =
+        service::redis_location_of("redis+cluster://app:s3cret@127.0.0.1:7000,[::1]:7001,"
+                                   "127.0.0.2/orders",
+                                   {.operation_timeout = std::chrono::milliseconds(1234)});
+    BOOST_TEST_REQUIRE(where.has_value());
+    BOOST_TEST_REQUIRE(where->cluster.has_value());
+    const auto& c = *where->cluster;
+    BOOST_TEST(where->queue == "orders");
+    BOOST_TEST(c.node.host == "127.0.0.1");
+    BOOST_TEST(c.node.port == 7000);
+    BOOST_TEST(c.node.username == "app");
+    BOOST_TEST(c.node.password == "s3cret");
+    BOOST_TEST(c.node.request_timeout.count() == 1234);
+    BOOST_TEST_REQUIRE(c.seeds.size() == 2u);
+    BOOST_TEST(c.seeds[0].first == "::1");
+    BOOST_TEST(c.seeds[0].second == 7001);
+    BOOST_TEST(c.seeds[1].first == "127.0.0.2");
+    BOOST_TEST(c.seeds[1].second == 6379); // the default port, as redis:// has
+    // What shares the store's Redis (the forwarding of results) gets the first seed.
+    BOOST_TEST(where->config.host == "127.0.0.1");
+    BOOST_TEST(where->config.port == 7000);
+    // A standalone URL is no cluster, and one seed is enough.
+    BOOST_TEST(!service::redis_location_of("redis://127.0.0.1:7000")->cluster.has_value());
+    const auto one = service::redis_location_of("redis+cluster://127.0.0.1:7000");
+    BOOST_TEST(one->cluster->seeds.empty());
+    BOOST_TEST(one->queue == "timewheeld");
+}
+
+BOOST_AUTO_TEST_CASE(cluster_urls_that_are_refused_say_what_is_wrong) {
+    const std::pair<const char*, const char*> cases[] = {
+        {"redis+cluster://", "at least one seed"},
+        {"redis+cluster:///q", "at least one seed"},
+        {"redis+cluster://127.0.0.1:7000,", "empty seed"},
+        {"redis+cluster://127.0.0.1:7000,,127.0.0.1:7001", "empty seed"},
+        {"redis+cluster://127.0.0.1:7000,127.0.0.1:70000", "malformed port '70000'"},
+        {"redis+cluster://127.0.0.1:x", "malformed port 'x'"},
+        {"redis+cluster://:7000", "needs a host"},
+        {"redis+cluster://127.0.0.1:7000/a{b}", "queue name"},
+        {"redis+cluster:127.0.0.1:7000", "unknown scheme"},
+    };
+    boost::asio::io_context io;
+    for (const auto& [url, why] : cases) {
+        try {
+            service::make_store(url, io.get_executor());
+            BOOST_ERROR("accepted: " << url);
+        } catch (const std::invalid_argument& e) {
+            BOOST_TEST(std::string(e.what()).find(why) != std::string::npos,
+                       url << ": " << e.what());
+        }
+    }
+}
+
 // --- This node's callback figures (node_stats) ----------------------------------------------
 
 namespace {

@@ -1,10 +1,11 @@
 #
 # test/support/timewheeld_process.py
 #
-# What the Python tests of timewheeld share (test/browser/, test/monitoring/): the built binary
-# started on a store of its own (SQLite in a temporary directory, or a redis-server of its own
-# on 127.0.0.1), its port read from --port-file, requests to it, and checks that fail naming
-# what was wrong. Every process it starts is ended by its PID.
+# What the Python tests of timewheeld share (test/browser/, test/monitoring/, test/cluster/):
+# the built binary started on a store of its own (SQLite in a temporary directory, a
+# redis-server of its own on 127.0.0.1, or a store URL the test made, such as a cluster's),
+# its port read from --port-file, requests to it, and checks that fail naming what was wrong.
+# Every process it starts is ended by its PID.
 
 import http.client
 import json
@@ -53,6 +54,7 @@ class Service:
     """timewheeld (and its redis-server) in a temporary directory; ended by PID."""
 
     def __init__(self, binary, store, tmp, token, extra_args=()):
+        """`store`: 'redis' (a redis-server of its own), a store URL, or else SQLite in `tmp`."""
         self.procs = []
         self.token = token
         self.store = store
@@ -64,6 +66,8 @@ class Service:
                  '--dir', tmp], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL))
             wait_for(lambda: self._redis_answers(rport), 'redis-server to answer', 20)
             url = f'redis://127.0.0.1:{rport}/dashboard'
+        elif '://' in store:  # a store of the test's own, such as a cluster (redis_cluster.py)
+            url = store
         else:
             url = f'sqlite:{os.path.join(tmp, "tasks.db")}'
         port_file = os.path.join(tmp, 'port')

@@ -81,7 +81,8 @@ namespace timewheel::redis {
  * One redis::connection per master, opened at its first command, with the settings of
  * cluster_config::node (credentials, timeouts, health check, reconnection). Errors of a
  * connection (connection_lost, request_timeout...) fail the request as they fail a
- * connection's request.
+ * connection's request, and refresh the slot map in the background (as MOVED does): a master
+ * that died is replaced in the map by its promoted replica once the cluster has failed over.
  *
  * @par Thread Safety
  * @e Distinct @e objects: Safe.@n

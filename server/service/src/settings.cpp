@@ -138,8 +138,10 @@ const std::vector<option>& options() {
         {"store", "URL", "sqlite:timewheeld.db",
          "where tasks live: `sqlite:PATH`, the embedded store in one file for one "
          "node (a relative PATH is from the working directory; the file is created "
-         "if missing), or `redis://[user:password@]host[:port][/queue]` for "
-         "several nodes (a host name is resolved once, at start)",
+         "if missing), `redis://[user:password@]host[:port][/queue]` for "
+         "several nodes, or `redis+cluster://[user:password@]host[:port][,host[:port]...]"
+         "[/queue]` for a Redis Cluster (the hosts are seeds: one that answers is enough; a "
+         "host name is resolved once, at start)",
          [](settings& s, std::string_view v) { s.store = v; }},
         {"token", "SECRET", "",
          "require `Authorization: Bearer SECRET` on every path but `/healthz` and "

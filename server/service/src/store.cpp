@@ -1,8 +1,9 @@
 //
 // server/service/src/store.cpp
 //
-// A store URL to a dq::store: the scheme picks the store, redis:// URLs are parsed here once
-// (its host resolved at start), and an SQLite file is opened once and shared by the threads.
+// A store URL to a dq::store: the scheme picks the store, redis:// and redis+cluster:// URLs
+// are parsed here once (their hosts resolved at start), and an SQLite file is opened once and
+// shared by the threads.
 //
 #include <timewheeld/service/store.hpp>
 
@@ -23,6 +24,9 @@
 #include <fstream>
 #include <optional>
 #include <stdexcept>
+#include <tuple>
+#include <utility>
+#include <vector>
 
 namespace timewheeld::service {
 
@@ -45,7 +49,36 @@ std::string resolve(const std::string& host) {
     return results.begin()->endpoint().address().to_string();
 }
 
-redis_location parse_redis(std::string_view rest, const store_options& opt) {
+// One `host[:port]` of a Redis URL (a bracketed IPv6 literal allowed), its host resolved.
+std::pair<std::string, std::uint16_t> parse_endpoint(std::string_view authority,
+                                                     std::string_view scheme) {
+    std::string_view host = authority;
+    std::uint16_t port = 6379;
+    if (const auto colon = authority.rfind(':');
+        colon != std::string_view::npos && authority.find(']', colon) == std::string_view::npos) {
+        const auto digits = authority.substr(colon + 1);
+        unsigned p = 0;
+        auto [end, ec] = std::from_chars(digits.data(), digits.data() + digits.size(), p);
+        if (digits.empty() || ec != std::errc() || end != digits.data() + digits.size() || p == 0 ||
+            p > 65535) {
+            throw std::invalid_argument("--store: malformed port '" + std::string(digits) + "'");
+        }
+        port = static_cast<std::uint16_t>(p);
+        host = authority.substr(0, colon);
+    }
+    if (host.starts_with('[') && host.ends_with(']')) {
+        host = host.substr(1, host.size() - 2);
+    }
+    if (host.empty()) {
+        throw std::invalid_argument("--store: " + std::string(scheme) + " needs a host");
+    }
+    return {resolve(std::string(host)), port};
+}
+
+// What follows `redis://` or `redis+cluster://`: `[user:password@]hosts[/queue]`, where a
+// cluster's hosts are seeds separated by commas.
+redis_location parse_redis(std::string_view rest, const store_options& opt, bool cluster) {
+    const std::string_view scheme = cluster ? "redis+cluster://" : "redis://";
     timewheel::redis::config cfg;
     std::string queue_name = "timewheeld";
     const auto slash = rest.find('/');
@@ -69,38 +102,45 @@ redis_location parse_redis(std::string_view rest, const store_options& opt) {
             cfg.password = userinfo;
         }
     }
-    std::string_view host = authority;
-    if (const auto colon = authority.rfind(':');
-        colon != std::string_view::npos && authority.find(']', colon) == std::string_view::npos) {
-        const auto port = authority.substr(colon + 1);
-        unsigned p = 0;
-        auto [end, ec] = std::from_chars(port.data(), port.data() + port.size(), p);
-        if (port.empty() || ec != std::errc() || end != port.data() + port.size() || p == 0 ||
-            p > 65535) {
-            throw std::invalid_argument("--store: malformed port '" + std::string(port) + "'");
-        }
-        cfg.port = static_cast<std::uint16_t>(p);
-        host = authority.substr(0, colon);
-    }
-    if (host.starts_with('[') && host.ends_with(']')) {
-        host = host.substr(1, host.size() - 2);
-    }
-    if (host.empty()) {
-        throw std::invalid_argument("--store: redis:// needs a host");
-    }
-    cfg.host = resolve(std::string(host));
     cfg.request_timeout = opt.operation_timeout;
     cfg.client_name = opt.client_name;
-    return {std::move(cfg), std::move(queue_name)};
+    if (!cluster) {
+        std::tie(cfg.host, cfg.port) = parse_endpoint(authority, scheme);
+        return {std::move(cfg), std::move(queue_name), std::nullopt};
+    }
+    // Seeds: any one that answers gives the slot map, which names every master.
+    std::vector<std::pair<std::string, std::uint16_t>> seeds;
+    for (std::size_t from = 0;;) {
+        const auto comma = authority.find(',', from);
+        const auto one = authority.substr(from, comma - from);
+        if (one.empty()) {
+            throw std::invalid_argument(
+                authority.empty() ? "--store: redis+cluster:// needs at least one seed host:port"
+                                  : "--store: an empty seed in '" + std::string(authority) + "'");
+        }
+        seeds.push_back(parse_endpoint(one, scheme));
+        if (comma == std::string_view::npos) {
+            break;
+        }
+        from = comma + 1;
+    }
+    std::tie(cfg.host, cfg.port) = seeds.front();
+    timewheel::redis::cluster_config ccfg;
+    ccfg.node = cfg;
+    ccfg.seeds.assign(seeds.begin() + 1, seeds.end());
+    return {std::move(cfg), std::move(queue_name), std::move(ccfg)};
 }
 
 } // namespace
 
 std::optional<redis_location> redis_location_of(std::string_view url, const store_options& opt) {
-    if (!url.starts_with("redis://")) {
-        return std::nullopt;
+    if (url.starts_with("redis://")) {
+        return parse_redis(url.substr(8), opt, false);
     }
-    return parse_redis(url.substr(8), opt);
+    if (url.starts_with("redis+cluster://")) {
+        return parse_redis(url.substr(16), opt, true);
+    }
+    return std::nullopt;
 }
 
 std::string check_store(std::string_view url) {
@@ -148,8 +188,7 @@ struct store_source::impl {
 
 store_source::store_source(std::string_view url, store_options opt)
     : impl_(std::make_unique<impl>()) {
-    if (url.starts_with("redis://")) {
-        impl_->redis = parse_redis(url.substr(8), opt);
+    if ((impl_->redis = redis_location_of(url, opt))) {
         return;
     }
     if (url.starts_with("sqlite:")) {
@@ -167,7 +206,8 @@ store_source::store_source(std::string_view url, store_options opt)
 #endif
     }
     throw std::invalid_argument("--store: unknown scheme in '" + std::string(url) +
-                                "' (expected redis://host:port[/queue] or sqlite:PATH)");
+                                "' (expected redis://host:port[/queue], "
+                                "redis+cluster://host:port[,host:port...][/queue] or sqlite:PATH)");
 }
 
 store_source::~store_source() = default;
@@ -176,7 +216,10 @@ store_handle store_source::open(const timewheel::dq::store::executor_type& ex) {
     if (impl_->redis) {
         timewheel::dq::redis_store_options qopt;
         qopt.name = impl_->redis->queue;
-        auto s = std::make_unique<timewheel::dq::redis_store>(ex, impl_->redis->config, qopt);
+        auto s =
+            impl_->redis->cluster
+                ? std::make_unique<timewheel::dq::redis_store>(ex, *impl_->redis->cluster, qopt)
+                : std::make_unique<timewheel::dq::redis_store>(ex, impl_->redis->config, qopt);
         auto* raw = s.get();
         return {std::move(s), [raw] { raw->close(); }};
     }

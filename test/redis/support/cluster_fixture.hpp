@@ -115,6 +115,13 @@ public:
         return text;
     }
 
+    /// kill -9 the master on @p port (not ports[0]: its directory keeps redis-cli's output).
+    void kill9(std::uint16_t port) {
+        for (auto& s : servers_)
+            if (s->port() == port)
+                s->kill9();
+    }
+
     /// The node id of the master on @p port.
     std::string node_id(std::uint16_t port) {
         auto id = cli(port, {"CLUSTER", "MYID"});

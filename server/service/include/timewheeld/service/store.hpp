@@ -9,6 +9,11 @@
 //   redis://[user:password@]host[:port][/queue]   dq::redis_store, standalone (port 6379,
 //                                                 queue "timewheeld" by default): one
 //                                                 connection per thread
+//   redis+cluster://[user:password@]host[:port][,host[:port]...][/queue]
+//                                                 dq::redis_store on a Redis Cluster: the
+//                                                 hosts are seeds (one that answers is
+//                                                 enough), the masters come from the slot
+//                                                 map; one redis::cluster per thread
 //   sqlite:PATH                                   dq::sqlite_store in the file PATH (created
 //                                                 if missing, relative to the working
 //                                                 directory): one database, one writer
@@ -20,6 +25,7 @@
 #define TIMEWHEELD_SERVICE_STORE_HPP
 
 #include <timewheel/dq/store.hpp>
+#include <timewheel/redis/cluster_config.hpp>
 #include <timewheel/redis/config.hpp>
 
 #include <chrono>
@@ -45,16 +51,20 @@ struct store_options {
     std::string client_name = "timewheeld";
 };
 
-/// Where a redis:// store points: the server's config and the queue's name.
+/// Where a redis:// or redis+cluster:// store points: the server's config and the queue's
+/// name; for a cluster, the cluster's too.
 struct redis_location {
+    /// The server; for a cluster, its first seed (Cluster pub/sub reaches every node from
+    /// any one).
     timewheel::redis::config config;
     std::string queue;
+    std::optional<timewheel::redis::cluster_config> cluster;
 };
 
-/// Where the redis:// store `url` points (its host resolved, as make_store() does); nothing
-/// for the other schemes. For what shares the store's Redis besides the store, such as the
-/// forwarding of reported results between nodes.
-/** @throws std::invalid_argument as make_store() does for a malformed redis:// URL. */
+/// Where the redis:// or redis+cluster:// store `url` points (its hosts resolved, as
+/// make_store() does); nothing for the other schemes. For what shares the store's Redis
+/// besides the store, such as the forwarding of reported results between nodes.
+/** @throws std::invalid_argument as make_store() does for a malformed Redis URL. */
 std::optional<redis_location> redis_location_of(std::string_view url,
                                                 const store_options& opt = {});
 
