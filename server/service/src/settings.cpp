@@ -139,7 +139,11 @@ const std::vector<option>& options() {
          "where tasks live: `sqlite:PATH`, the embedded store in one file for one "
          "node (a relative PATH is from the working directory; the file is created "
          "if missing), or `redis://[user:password@]host[:port][/queue]` for "
-         "several nodes (a host name is resolved once, at start)",
+         "several nodes (a host name is resolved on every connect), or "
+         "`redis+sentinel://host:port[,host:port...][/queue]?master=NAME` (the "
+         "master asked from those Sentinels on every connect); Redis URLs take "
+         "`?wait=N[&wait_timeout_ms=T]` to answer writes only once N replicas have "
+         "them (docs/server.md, \"Operating with Redis\")",
          [](settings& s, std::string_view v) { s.store = v; }},
         {"token", "SECRET", "",
          "require `Authorization: Bearer SECRET` on every path but `/healthz` and "

@@ -1,8 +1,10 @@
 //
 // server/service/src/store.cpp
 //
-// A store URL to a dq::store: the scheme picks the store, redis:// URLs are parsed here once
-// (its host resolved at start), and an SQLite file is opened once and shared by the threads.
+// A store URL to a dq::store: the scheme picks the store, redis:// and redis+sentinel:// URLs
+// are parsed here once (a host name is kept as a name: the client resolves it on every
+// connect, so that a DNS failover is followed), and an SQLite file is opened once and shared
+// by the threads.
 //
 #include <timewheeld/service/store.hpp>
 
@@ -10,10 +12,6 @@
 #ifdef TIMEWHEELD_HAVE_SQLITE
 #include <timewheel/dq/sqlite_store.hpp>
 #endif
-
-#include <boost/asio/io_context.hpp>
-#include <boost/asio/ip/address.hpp>
-#include <boost/asio/ip/tcp.hpp>
 
 #include <charconv>
 #include <optional>
@@ -23,26 +21,59 @@ namespace timewheeld::service {
 
 namespace {
 
-// The Redis client connects to an address literal; a name is resolved once, at start.
-std::string resolve(const std::string& host) {
-    boost::system::error_code ec;
-    boost::asio::ip::make_address(host, ec);
-    if (!ec) {
-        return host;
+std::uint16_t parse_port(std::string_view port) {
+    unsigned p = 0;
+    auto [end, ec] = std::from_chars(port.data(), port.data() + port.size(), p);
+    if (port.empty() || ec != std::errc() || end != port.data() + port.size() || p == 0 ||
+        p > 65535) {
+        throw std::invalid_argument("--store: malformed port '" + std::string(port) + "'");
     }
-    boost::asio::io_context io;
-    boost::asio::ip::tcp::resolver resolver(io);
-    const auto results = resolver.resolve(host, "", ec);
-    if (ec || results.empty()) {
-        throw std::invalid_argument("--store: cannot resolve '" + host +
-                                    "': " + (ec ? ec.message() : "no address"));
-    }
-    return results.begin()->endpoint().address().to_string();
+    return static_cast<std::uint16_t>(p);
 }
 
-redis_location parse_redis(std::string_view rest, const store_options& opt) {
-    timewheel::redis::config cfg;
-    std::string queue_name = "timewheeld";
+// host[:port] or [v6]:port; the port defaults to `port`.
+timewheel::redis::host_port parse_host_port(std::string_view authority, std::uint16_t port,
+                                            std::string_view scheme) {
+    std::string_view host = authority;
+    if (const auto colon = authority.rfind(':');
+        colon != std::string_view::npos && authority.find(']', colon) == std::string_view::npos) {
+        port = parse_port(authority.substr(colon + 1));
+        host = authority.substr(0, colon);
+    }
+    if (host.starts_with('[') && host.ends_with(']')) {
+        host = host.substr(1, host.size() - 2);
+    }
+    if (host.empty()) {
+        throw std::invalid_argument("--store: " + std::string(scheme) + " needs a host");
+    }
+    return {std::string(host), port};
+}
+
+long long query_number(std::string_view name, std::string_view v, long long lo, long long hi) {
+    long long n = 0;
+    auto [end, ec] = std::from_chars(v.data(), v.data() + v.size(), n);
+    if (v.empty() || ec != std::errc() || end != v.data() + v.size() || n < lo || n > hi) {
+        throw std::invalid_argument("--store: ?" + std::string(name) + "= must be a number from " +
+                                    std::to_string(lo) + " to " + std::to_string(hi) + ", got '" +
+                                    std::string(v) + "'");
+    }
+    return n;
+}
+
+// redis://[user:password@]host[:port][/queue][?options] and
+// redis+sentinel://[user:password@]host[:port][,host[:port]...][/queue]?master=NAME[&options]
+// (Sentinel port 26379 by default; user:password are the master's). Options: wait=N and
+// wait_timeout_ms=T (durability), sentinel_user and sentinel_password (Sentinel mode).
+redis_location parse_redis(std::string_view rest, bool sentinel, const store_options& opt) {
+    const std::string_view scheme = sentinel ? "redis+sentinel://" : "redis://";
+    redis_location where;
+    auto& cfg = where.config;
+    where.queue = "timewheeld";
+    std::string_view query;
+    if (const auto q = rest.find('?'); q != std::string_view::npos) {
+        query = rest.substr(q + 1);
+        rest = rest.substr(0, q);
+    }
     const auto slash = rest.find('/');
     std::string_view authority = rest.substr(0, slash);
     if (slash != std::string_view::npos) {
@@ -51,7 +82,7 @@ redis_location parse_redis(std::string_view rest, const store_options& opt) {
             if (queue.find_first_of("{}/") != std::string_view::npos) {
                 throw std::invalid_argument("--store: the queue name must not contain {, } or /");
             }
-            queue_name = queue;
+            where.queue = queue;
         }
     }
     if (const auto at = authority.rfind('@'); at != std::string_view::npos) {
@@ -64,38 +95,69 @@ redis_location parse_redis(std::string_view rest, const store_options& opt) {
             cfg.password = userinfo;
         }
     }
-    std::string_view host = authority;
-    if (const auto colon = authority.rfind(':');
-        colon != std::string_view::npos && authority.find(']', colon) == std::string_view::npos) {
-        const auto port = authority.substr(colon + 1);
-        unsigned p = 0;
-        auto [end, ec] = std::from_chars(port.data(), port.data() + port.size(), p);
-        if (port.empty() || ec != std::errc() || end != port.data() + port.size() || p == 0 ||
-            p > 65535) {
-            throw std::invalid_argument("--store: malformed port '" + std::string(port) + "'");
+    while (!query.empty()) {
+        const auto amp = query.find('&');
+        const auto item = query.substr(0, amp);
+        query = amp == std::string_view::npos ? std::string_view() : query.substr(amp + 1);
+        const auto eq = item.find('=');
+        const auto key = item.substr(0, eq);
+        const auto value = eq == std::string_view::npos ? std::string_view() : item.substr(eq + 1);
+        if (key == "wait") {
+            where.wait_replicas = static_cast<std::size_t>(query_number(key, value, 0, 64));
+        } else if (key == "wait_timeout_ms") {
+            where.wait_timeout = std::chrono::milliseconds(query_number(key, value, 1, 60000));
+        } else if (sentinel && key == "master") {
+            cfg.master_name = value;
+        } else if (sentinel && key == "sentinel_user") {
+            cfg.sentinel_username = value;
+        } else if (sentinel && key == "sentinel_password") {
+            cfg.sentinel_password = value;
+        } else {
+            throw std::invalid_argument(
+                "--store: unknown option '" + std::string(key) + "' in " + std::string(scheme) +
+                " (expected wait, wait_timeout_ms" +
+                (sentinel ? ", master, sentinel_user, sentinel_password)" : ")"));
         }
-        cfg.port = static_cast<std::uint16_t>(p);
-        host = authority.substr(0, colon);
     }
-    if (host.starts_with('[') && host.ends_with(']')) {
-        host = host.substr(1, host.size() - 2);
+    if (sentinel) {
+        if (cfg.master_name.empty()) {
+            throw std::invalid_argument(
+                "--store: redis+sentinel:// needs the master's name: ?master=NAME");
+        }
+        while (!authority.empty()) {
+            const auto comma = authority.find(',');
+            cfg.sentinels.push_back(
+                parse_host_port(authority.substr(0, comma), 26379, "redis+sentinel://"));
+            authority =
+                comma == std::string_view::npos ? std::string_view() : authority.substr(comma + 1);
+        }
+        if (cfg.sentinels.empty()) {
+            throw std::invalid_argument("--store: redis+sentinel:// needs a Sentinel address");
+        }
+    } else {
+        auto hp = parse_host_port(authority, 6379, "redis://");
+        cfg.host = std::move(hp.host);
+        cfg.port = hp.port;
     }
-    if (host.empty()) {
-        throw std::invalid_argument("--store: redis:// needs a host");
-    }
-    cfg.host = resolve(std::string(host));
     cfg.request_timeout = opt.operation_timeout;
     cfg.client_name = opt.client_name;
-    return {std::move(cfg), std::move(queue_name)};
+    return where;
+}
+
+std::optional<redis_location> parse_any_redis(std::string_view url, const store_options& opt) {
+    if (url.starts_with("redis://")) {
+        return parse_redis(url.substr(8), false, opt);
+    }
+    if (url.starts_with("redis+sentinel://")) {
+        return parse_redis(url.substr(17), true, opt);
+    }
+    return std::nullopt;
 }
 
 } // namespace
 
 std::optional<redis_location> redis_location_of(std::string_view url, const store_options& opt) {
-    if (!url.starts_with("redis://")) {
-        return std::nullopt;
-    }
-    return parse_redis(url.substr(8), opt);
+    return parse_any_redis(url, opt);
 }
 
 struct store_source::impl {
@@ -110,8 +172,7 @@ struct store_source::impl {
 
 store_source::store_source(std::string_view url, store_options opt)
     : impl_(std::make_unique<impl>()) {
-    if (url.starts_with("redis://")) {
-        impl_->redis = parse_redis(url.substr(8), opt);
+    if ((impl_->redis = parse_any_redis(url, opt))) {
         return;
     }
     if (url.starts_with("sqlite:")) {
@@ -129,7 +190,9 @@ store_source::store_source(std::string_view url, store_options opt)
 #endif
     }
     throw std::invalid_argument("--store: unknown scheme in '" + std::string(url) +
-                                "' (expected redis://host:port[/queue] or sqlite:PATH)");
+                                "' (expected redis://host:port[/queue], "
+                                "redis+sentinel://host:port[,...][/queue]?master=NAME or "
+                                "sqlite:PATH)");
 }
 
 store_source::~store_source() = default;
@@ -138,6 +201,8 @@ store_handle store_source::open(const timewheel::dq::store::executor_type& ex) {
     if (impl_->redis) {
         timewheel::dq::redis_store_options qopt;
         qopt.name = impl_->redis->queue;
+        qopt.wait_replicas = impl_->redis->wait_replicas;
+        qopt.wait_timeout = impl_->redis->wait_timeout;
         auto s = std::make_unique<timewheel::dq::redis_store>(ex, impl_->redis->config, qopt);
         auto* raw = s.get();
         return {std::move(s), [raw] { raw->close(); }};

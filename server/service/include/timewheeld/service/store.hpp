@@ -6,9 +6,17 @@
 // executor.
 //
 // Schemes:
-//   redis://[user:password@]host[:port][/queue]   dq::redis_store, standalone (port 6379,
+//   redis://[user:password@]host[:port][/queue][?wait=N[&wait_timeout_ms=T]]
+//                                                 dq::redis_store, standalone (port 6379,
 //                                                 queue "timewheeld" by default): one
-//                                                 connection per thread
+//                                                 connection per thread; a host name is
+//                                                 resolved on every connect
+//   redis+sentinel://[user:password@]host[:port][,host[:port]...][/queue]?master=NAME
+//                  [&sentinel_user=U][&sentinel_password=P][&wait=N[&wait_timeout_ms=T]]
+//                                                 the same, the master asked from these
+//                                                 Sentinels (port 26379) on every connect
+//   wait=N: every write is followed by WAIT N T (T 1000 ms by default); fewer than N
+//   replicas acknowledging fails it with dq::error::not_replicated (503)
 //   sqlite:PATH                                   dq::sqlite_store in the file PATH (created
 //                                                 if missing, relative to the working
 //                                                 directory): one database, one writer
@@ -23,6 +31,7 @@
 #include <timewheel/redis/config.hpp>
 
 #include <chrono>
+#include <cstddef>
 #include <functional>
 #include <memory>
 #include <optional>
@@ -45,20 +54,23 @@ struct store_options {
     std::string client_name = "timewheeld";
 };
 
-/// Where a redis:// store points: the server's config and the queue's name.
+/// Where a redis:// or redis+sentinel:// store points: the server's config, the queue's
+/// name, and the durability asked (dq::redis_store_options::wait_replicas).
 struct redis_location {
     timewheel::redis::config config;
     std::string queue;
+    std::size_t wait_replicas = 0;
+    std::chrono::milliseconds wait_timeout{1000};
 };
 
-/// Where the redis:// store `url` points (its host resolved, as make_store() does); nothing
+/// Where the redis:// store `url` points (as make_store() reads it); nothing
 /// for the other schemes. For what shares the store's Redis besides the store, such as the
 /// forwarding of reported results between nodes.
 /** @throws std::invalid_argument as make_store() does for a malformed redis:// URL. */
 std::optional<redis_location> redis_location_of(std::string_view url,
                                                 const store_options& opt = {});
 
-/// Where the service's stores come from: the URL read (and a Redis host resolved) once.
+/// Where the service's stores come from: the URL read once.
 /**
  * @par Thread Safety
  * Use from one thread (the service opens every thread's store before running them).
