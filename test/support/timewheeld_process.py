@@ -3,7 +3,7 @@
 #
 # What the Python tests of timewheeld share (test/browser/, test/monitoring/): the built binary
 # started on a store of its own (SQLite in a temporary directory, or a redis-server of its own
-# on 127.0.0.1), its port read from --port-file, requests to it, and checks that fail naming
+# on 127.0.0.1) or on a store URL given, its port read from --port-file, requests to it, and checks that fail naming
 # what was wrong. Every process it starts is ended by its PID.
 
 import http.client
@@ -64,6 +64,8 @@ class Service:
                  '--dir', tmp], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL))
             wait_for(lambda: self._redis_answers(rport), 'redis-server to answer', 20)
             url = f'redis://127.0.0.1:{rport}/dashboard'
+        elif '://' in store:  # a store URL of the caller's (a Sentinel group's, a Cluster's)
+            url = store
         else:
             url = f'sqlite:{os.path.join(tmp, "tasks.db")}'
         port_file = os.path.join(tmp, 'port')
