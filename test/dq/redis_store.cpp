@@ -567,10 +567,17 @@ BOOST_AUTO_TEST_CASE(with_wait_replicas_a_write_no_replica_acknowledged_fails_no
                            .find("state=online") != std::string::npos;
             },
             60s));
-        auto [ec2, r2, id2] = f.submit(make("b", 1h));
+        // A store that waits long enough for a loaded machine's replica (not a bound).
+        auto patient_opt = opt;
+        patient_opt.wait_timeout = 20s;
+        dq::redis_store patient(f.io.get_executor(), server().config(), patient_opt);
+        auto [ec2, r2, id2] = timewheel::test::call<dq::submit_result, std::string>(
+            f.io, [&](auto h) { patient.submit(make("b", 1h), std::move(h)); });
         BOOST_TEST(!ec2, ec2.message());
         BOOST_TEST((r2 == dq::submit_result::created));
-        BOOST_TEST(!std::get<0>(f.cancel("a")));
+        auto [ec3, r3] = timewheel::test::call<dq::cancel_result>(
+            f.io, [&](auto h) { patient.cancel("a", std::move(h)); });
+        BOOST_TEST(!ec3, ec3.message());
     }
     redis::cluster_config cluster;
     cluster.node = server().config();
