@@ -66,6 +66,9 @@ public:
         case error::invalid_window:
             return "the schedule's start_at or end_at is out of range, or end_at is not after "
                    "start_at";
+        case error::not_replicated:
+            return "the write was not acknowledged by enough replicas in time (WAIT): it may be "
+                   "lost if the master fails";
         }
         return "unknown timewheel.dq error " + std::to_string(ev);
     }

@@ -3,7 +3,8 @@
 //
 // The connection's machinery: connect and handshake, the write of coalesced requests, the
 // read loop feeding hiredis, replies built straight into the responses, NOSCRIPT resends,
-// timeouts, the health check, and reconnection with backoff.
+// timeouts, the health check, and reconnection with backoff; before each connect, the
+// Sentinels asked for the master and a host name resolved.
 //
 
 #include <timewheel/redis/connection.hpp>
@@ -15,9 +16,11 @@
 #include <boost/asio/ip/address.hpp>
 #include <boost/asio/ip/tcp.hpp>
 #include <boost/asio/local/stream_protocol.hpp>
+#include <boost/asio/post.hpp>
 #include <boost/asio/write.hpp>
 
 #include <algorithm>
+#include <charconv>
 #include <stdexcept>
 
 namespace timewheel::redis::detail {
@@ -49,6 +52,7 @@ connection_impl::connection_impl(const executor_type& ex, config cfg)
     , cfg_(std::move(cfg))
     , socket_(ex)
     , connect_timer_(ex)
+    , resolver_(ex)
     , timeout_timer_(ex)
     , health_timer_(ex)
     , reader_(&connection_impl::next_sink, this, cfg_.max_reply_bytes)
@@ -71,18 +75,21 @@ connection_impl::connection_impl(const executor_type& ex, config cfg)
     if (cfg_.max_reply_bytes == 0) {
         throw std::invalid_argument("redis::config::max_reply_bytes must not be zero");
     }
-    if (!cfg_.unix_socket.empty()) {
+    if (!cfg_.sentinels.empty()) {
+        if (cfg_.master_name.empty()) {
+            throw std::invalid_argument("redis::config::master_name must be given with sentinels");
+        }
+        for (const auto& s : cfg_.sentinels) {
+            if (s.host.empty() || s.port == 0) {
+                throw std::invalid_argument(
+                    "redis::config::sentinels: every Sentinel needs a host and a port");
+            }
+        }
+    } else if (!cfg_.unix_socket.empty()) {
         endpoint_ = net::local::stream_protocol::endpoint(cfg_.unix_socket);
         tcp_ = false;
-    } else {
-        boost::system::error_code ec;
-        auto address = net::ip::make_address(cfg_.host, ec);
-        if (ec) {
-            throw std::invalid_argument("redis::config::host must be an IP address literal, "
-                                        "got '" +
-                                        cfg_.host + "'");
-        }
-        endpoint_ = net::ip::tcp::endpoint(address, cfg_.port);
+    } else if (cfg_.host.empty()) {
+        throw std::invalid_argument("redis::config::host must not be empty");
     }
     read_buffer_ = std::make_unique<char[]>(cfg_.read_buffer_size);
     handshake_op_.self = this;
@@ -187,6 +194,10 @@ void connection_impl::close() {
     boost::system::error_code ignored;
     socket_.close(ignored);
     connect_timer_.cancel();
+    resolver_.cancel();
+    if (sentinel_conn_) {
+        sentinel_conn_->close(); // its handler, posted, finds gen_ moved on
+    }
     timeout_timer_.cancel();
     health_timer_.cancel();
     writing_ = false;
@@ -228,6 +239,81 @@ void connection_impl::connect() {
     const std::uint64_t gen = ++gen_;
     boost::system::error_code ignored;
     socket_.close(ignored);
+    if (!cfg_.sentinels.empty()) {
+        sentinel_next_ = 0;
+        ask_sentinel(gen);
+        return;
+    }
+    connect_to(cfg_.host, cfg_.port, gen);
+}
+
+// Each Sentinel gets connect_timeout for connecting and answering (its own connection's
+// request_timeout), then the master its own connect_timeout: a silent Sentinel is skipped,
+// not waited for, and the address found is not cut short by the search.
+void connection_impl::ask_sentinel(std::uint64_t gen) {
+    if (sentinel_next_ >= cfg_.sentinels.size()) {
+        fail(make_error_code(error::no_master), false);
+        return;
+    }
+    const auto& target = cfg_.sentinels[sentinel_next_++];
+    config sc;
+    sc.host = target.host;
+    sc.port = target.port;
+    sc.username = cfg_.sentinel_username;
+    sc.password = cfg_.sentinel_password;
+    sc.connect_timeout = cfg_.connect_timeout;
+    sc.request_timeout = std::max(cfg_.connect_timeout, std::chrono::milliseconds(1));
+    sc.health_check_interval = std::chrono::milliseconds(0);
+    sc.reconnect = false;
+    // An address is two short strings: a Sentinel sending more is broken or hostile.
+    sc.read_buffer_size = 4096;
+    sc.max_reply_bytes = 4096;
+    if (sentinel_conn_) {
+        sentinel_conn_->close();
+    }
+    sentinel_conn_ = std::make_unique<connection>(ex_, std::move(sc));
+    sentinel_req_.clear();
+    sentinel_req_.push("SENTINEL", "get-master-addr-by-name", cfg_.master_name);
+    ++stats_.sentinel_queries;
+    // Answered later, not in the Sentinel connection's own call stack: the answer replaces it.
+    sentinel_conn_->async_exec(
+        sentinel_req_, sentinel_resp_,
+        [self = shared_from_this(), gen](boost::system::error_code ec, std::size_t) {
+            net::post(self->ex_, [self, gen, ec] { self->on_sentinel_answer(ec, gen); });
+        });
+}
+
+void connection_impl::on_sentinel_answer(boost::system::error_code ec, std::uint64_t gen) {
+    if (gen != gen_ || state_ != conn_state::connecting) {
+        return;
+    }
+    std::string host;
+    unsigned port = 0;
+    if (!ec && sentinel_resp_.size() == 1) {
+        const reply r = sentinel_resp_.at(0);
+        if (r.is_array() && r.size() == 2) {
+            const auto parts = r.elements();
+            if (parts[0].is_string() && parts[1].is_string()) {
+                const auto h = parts[0].as_string();
+                const auto p = parts[1].as_string();
+                const auto [end, pec] = std::from_chars(p.data(), p.data() + p.size(), port);
+                if (!h.empty() && h.size() <= 255 && pec == std::errc() &&
+                    end == p.data() + p.size() && port > 0 && port <= 65535) {
+                    host = h;
+                }
+            }
+        }
+    }
+    sentinel_conn_->close();
+    sentinel_conn_.reset();
+    if (host.empty()) {
+        ask_sentinel(gen); // no answer, nil (master unknown), or not an address: the next one
+        return;
+    }
+    connect_to(host, static_cast<std::uint16_t>(port), gen);
+}
+
+void connection_impl::connect_to(const std::string& host, std::uint16_t port, std::uint64_t gen) {
     auto self = shared_from_this();
     connect_timer_.expires_after(cfg_.connect_timeout);
     connect_timer_.async_wait([self, gen](boost::system::error_code ec) {
@@ -236,8 +322,44 @@ void connection_impl::connect() {
             self->fail(make_error_code(error::connect_timeout), false);
         }
     });
-    socket_.async_connect(
-        endpoint_, [self, gen](boost::system::error_code ec) { self->on_connected(ec, gen); });
+    if (!tcp_) {
+        socket_.async_connect(
+            endpoint_, [self, gen](boost::system::error_code ec) { self->on_connected(ec, gen); });
+        return;
+    }
+    boost::system::error_code aec;
+    const auto address = net::ip::make_address(host, aec);
+    if (!aec) {
+        endpoint_ = net::ip::tcp::endpoint(address, port);
+        socket_.async_connect(
+            endpoint_, [self, gen](boost::system::error_code ec) { self->on_connected(ec, gen); });
+        return;
+    }
+    // A name: resolved on every attempt, so that one moved to another address is followed.
+    ++stats_.resolves;
+    resolver_.async_resolve(
+        host, std::to_string(port),
+        [self, gen](boost::system::error_code ec, net::ip::tcp::resolver::results_type found) {
+            if (gen != self->gen_) {
+                return;
+            }
+            if (ec || found.empty()) {
+                self->fail(ec ? ec : make_error_code(net::error::host_not_found), false);
+                return;
+            }
+            std::vector<net::generic::stream_protocol::endpoint> endpoints;
+            for (const auto& entry : found) {
+                endpoints.emplace_back(entry.endpoint());
+            }
+            net::async_connect(self->socket_, endpoints,
+                               [self, gen](boost::system::error_code cec,
+                                           const net::generic::stream_protocol::endpoint& ep) {
+                                   if (!cec && gen == self->gen_) {
+                                       self->endpoint_ = ep;
+                                   }
+                                   self->on_connected(cec, gen);
+                               });
+        });
 }
 
 void connection_impl::on_connected(boost::system::error_code ec, std::uint64_t gen) {
@@ -269,6 +391,10 @@ void connection_impl::on_connected(boost::system::error_code ec, std::uint64_t g
     if (!cfg_.client_name.empty()) {
         hs.push("CLIENT", "SETNAME", cfg_.client_name);
     }
+    if (!cfg_.sentinels.empty()) {
+        role_reply_ = hs.size();
+        hs.push("ROLE");
+    }
     if (hs.empty()) {
         state_ = conn_state::handshaking;
         complete_handshake();
@@ -292,6 +418,16 @@ void connection_impl::complete_handshake() {
     if (handshake_op_.resp.has_error()) {
         fail(make_error_code(error::handshake_failed), false);
         return;
+    }
+    if (!cfg_.sentinels.empty()) {
+        // What the Sentinel said may be stale (a failover under way, an old master back as
+        // a replica): only the server itself says whether it takes writes.
+        const reply role = handshake_op_.resp.at(role_reply_);
+        if (!role.is_array() || role.size() == 0 || !role.elements()[0].is_string() ||
+            role.elements()[0].as_string() != "master") {
+            fail(make_error_code(error::not_master), false);
+            return;
+        }
     }
     state_ = conn_state::ready;
     connect_timer_.cancel();
@@ -503,6 +639,10 @@ void connection_impl::fail(boost::system::error_code why, bool) {
     boost::system::error_code ignored;
     socket_.close(ignored);
     connect_timer_.cancel();
+    resolver_.cancel();
+    if (sentinel_conn_) {
+        sentinel_conn_->close();
+    }
     writing_ = false;
     ping_outstanding_ = false;
     reader_.forget();

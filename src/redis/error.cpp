@@ -36,6 +36,10 @@ public:
             return "the Redis reply index is out of range";
         case error::closed:
             return "the Redis connection was closed";
+        case error::no_master:
+            return "no Redis Sentinel gave the master's address";
+        case error::not_master:
+            return "the Redis server reached is not a master (ROLE)";
         }
         return "unknown timewheel.redis error " + std::to_string(ev);
     }

@@ -575,4 +575,43 @@ BOOST_AUTO_TEST_CASE(an_unreachable_server_fails_after_the_request_timeout) {
     BOOST_TEST(ec2 == error_code(redis::error::request_timeout), ec2.message());
 }
 
+// wait_replicas: a write answered only once a replica has it. Without a replica the write is
+// made on the master but fails not_replicated (the API's 503); reads do not wait; with a
+// replica linked the same writes succeed.
+BOOST_AUTO_TEST_CASE(with_wait_replicas_a_write_no_replica_acknowledged_fails_not_replicated) {
+    auto opt = fixture::small();
+    opt.wait_replicas = 1;
+    opt.wait_timeout = 50ms;
+    fixture f(opt);
+    auto [ec, r, id] = f.submit(make("a", 1h));
+    BOOST_TEST(ec == error_code(dq::error::not_replicated), ec.message());
+    BOOST_TEST(f.status_ok("a").state == dq::task_state::delayed); // on the master; no WAIT
+    {
+        redis_server replica(
+            {.args = {"--replicaof", "127.0.0.1", std::to_string(server().port())}});
+        BOOST_REQUIRE(timewheel::test::run_until(
+            f.io,
+            [&] {
+                return server()
+                           .command(resp_command({"INFO", "replication"}))
+                           .find("state=online") != std::string::npos;
+            },
+            60s));
+        // A store that waits long enough for a loaded machine's replica (not a bound).
+        auto patient_opt = opt;
+        patient_opt.wait_timeout = 20s;
+        dq::redis_store patient(f.io.get_executor(), server().config(), patient_opt);
+        auto [ec2, r2, id2] = timewheel::test::call<dq::submit_result, std::string>(
+            f.io, [&](auto h) { patient.submit(make("b", 1h), std::move(h)); });
+        BOOST_TEST(!ec2, ec2.message());
+        BOOST_TEST((r2 == dq::submit_result::created));
+        auto [ec3, r3] = timewheel::test::call<dq::cancel_result>(
+            f.io, [&](auto h) { patient.cancel("a", std::move(h)); });
+        BOOST_TEST(!ec3, ec3.message());
+    }
+    redis::cluster_config cluster;
+    cluster.node = server().config();
+    BOOST_CHECK_THROW(dq::redis_store(f.io.get_executor(), cluster, opt), std::invalid_argument);
+}
+
 BOOST_AUTO_TEST_SUITE_END()

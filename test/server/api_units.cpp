@@ -178,7 +178,11 @@ BOOST_AUTO_TEST_CASE(store_urls_that_are_refused) {
     boost::asio::io_context io;
     for (const char* bad :
          {"sqlite", "http://127.0.0.1:6379", "redis://", "redis://:6379", "redis://127.0.0.1:0",
-          "redis://127.0.0.1:99999", "redis://127.0.0.1:6379/a{b}"}) {
+          "redis://127.0.0.1:99999", "redis://127.0.0.1:6379/a{b}", "redis://h?wait=x",
+          "redis://h?wait=65", "redis://h?wait_timeout_ms=0", "redis://h?master=m",
+          "redis://h?colour=red", "redis+sentinel://127.0.0.1:26379/q",
+          "redis+sentinel:///q?master=m", "redis+sentinel://a:1,,b:2?master=m",
+          "redis+sentinel://a:0?master=m", "redis+sentinel://a?master=m&wait=-1"}) {
         BOOST_CHECK_THROW(service::make_store(bad, io.get_executor()), std::invalid_argument);
     }
 }
@@ -223,6 +227,7 @@ BOOST_AUTO_TEST_CASE(cluster_urls_that_are_refused_say_what_is_wrong) {
         {"redis+cluster://:7000", "needs a host"},
         {"redis+cluster://127.0.0.1:7000/a{b}", "queue name"},
         {"redis+cluster:127.0.0.1:7000", "unknown scheme"},
+        {"redis+cluster://127.0.0.1:7000?wait=1", "not supported on redis+cluster://"},
     };
     boost::asio::io_context io;
     for (const auto& [url, why] : cases) {
@@ -234,6 +239,35 @@ BOOST_AUTO_TEST_CASE(cluster_urls_that_are_refused_say_what_is_wrong) {
                        url << ": " << e.what());
         }
     }
+}
+
+BOOST_AUTO_TEST_CASE(redis_urls_keep_host_names_and_read_sentinels_and_wait) {
+    const auto plain = service::redis_location_of("redis://redis.example:6380/q?wait=1");
+    BOOST_TEST_REQUIRE(plain.has_value());
+    BOOST_TEST(plain->config.host == "redis.example"); // resolved by the client, per attempt
+    BOOST_TEST(plain->config.port == 6380);
+    BOOST_TEST(plain->queue == "q");
+    BOOST_TEST(plain->wait_replicas == 1u);
+    BOOST_TEST(plain->wait_timeout.count() == 1000);
+    const auto s = service::redis_location_of(
+        "redis+sentinel://u:pw@10.0.0.1,[::1]:26380,s3.example:7/"
+        "jobs?master=main&wait=2&wait_timeout_ms=250&sentinel_password=spw");
+    BOOST_TEST_REQUIRE(s.has_value());
+    BOOST_TEST_REQUIRE(s->config.sentinels.size() == 3u);
+    BOOST_TEST(s->config.sentinels[0].host == "10.0.0.1");
+    BOOST_TEST(s->config.sentinels[0].port == 26379);
+    BOOST_TEST(s->config.sentinels[1].host == "::1");
+    BOOST_TEST(s->config.sentinels[1].port == 26380);
+    BOOST_TEST(s->config.sentinels[2].host == "s3.example");
+    BOOST_TEST(s->config.sentinels[2].port == 7);
+    BOOST_TEST(s->config.master_name == "main");
+    BOOST_TEST(s->config.username == "u");
+    BOOST_TEST(s->config.password == "pw");
+    BOOST_TEST(s->config.sentinel_password == "spw");
+    BOOST_TEST(s->queue == "jobs");
+    BOOST_TEST(s->wait_replicas == 2u);
+    BOOST_TEST(s->wait_timeout.count() == 250);
+    BOOST_TEST(!service::redis_location_of("sqlite:x.db").has_value());
 }
 
 // --- This node's callback figures (node_stats) ----------------------------------------------

@@ -66,7 +66,7 @@ class Service:
                  '--dir', tmp], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL))
             wait_for(lambda: self._redis_answers(rport), 'redis-server to answer', 20)
             url = f'redis://127.0.0.1:{rport}/dashboard'
-        elif '://' in store:  # a store of the test's own, such as a cluster (redis_cluster.py)
+        elif '://' in store:  # a store URL of the caller's (a Sentinel group's, a Cluster's)
             url = store
         else:
             url = f'sqlite:{os.path.join(tmp, "tasks.db")}'

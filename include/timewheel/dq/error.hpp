@@ -42,6 +42,8 @@ enum class error {
     invalid_cron,        ///< the cron expression does not parse (cron::parse_error says where)
     unknown_zone,        ///< the time zone is not in the tz database (or not UTC with an interval)
     invalid_window,      ///< start_at or end_at out of range, or end_at not after start_at
+    not_replicated, ///< the write was made but fewer replicas than asked acknowledged it in time
+                    ///< (dq::redis_store_options::wait_replicas): it may be lost in a failover
 };
 
 /// The category of dq::error values; its name is "timewheel.dq".

@@ -63,6 +63,21 @@ struct redis_store_options {
 
     /// The execution log keeps about this many entries per shard (XADD MAXLEN ~).
     std::size_t log_maxlen = 1000;
+
+    /// Durability: when not 0, every write (submit, cancel, reschedule, claim, start, renew,
+    /// acknowledge, release, dead letters, schedules) is followed, on the same connection
+    /// and in the same pipeline, by `WAIT wait_replicas wait_timeout`; when fewer replicas
+    /// acknowledged, the operation fails with dq::error::not_replicated (its write is made
+    /// on the master and may still be lost if the master dies before a replica has it).
+    /// 0 (the default): no WAIT; Redis replicates asynchronously, and a failover loses what
+    /// the promoted replica had not received yet (usually the last few milliseconds of
+    /// writes). Standalone (and Sentinel) stores only: a Cluster store with wait_replicas
+    /// throws std::invalid_argument (WAIT would have to go to each shard's master).
+    std::size_t wait_replicas = 0;
+
+    /// How long WAIT waits for the replicas (> 0; keep it below the connection's
+    /// request_timeout).
+    std::chrono::milliseconds wait_timeout{1000};
 };
 
 namespace detail {

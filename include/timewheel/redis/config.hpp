@@ -1,8 +1,10 @@
 //
 // timewheel/redis/config.hpp
 //
-// Where a redis::connection connects and how it behaves: address (TCP or unix socket),
-// credentials, database, client name, timeouts, health check and reconnection backoff.
+// Where a redis::connection connects and how it behaves: address (TCP or unix socket, or the
+// master Sentinel names), credentials, database, client name, timeouts, health check and
+// reconnection backoff. Where is asked again on every connect (a host name is resolved, the
+// Sentinels asked), so that a failover, by DNS or by Sentinel, is followed on reconnection.
 //
 
 #ifndef TIMEWHEEL_REDIS_CONFIG_HPP
@@ -12,8 +14,15 @@
 #include <cstddef>
 #include <cstdint>
 #include <string>
+#include <vector>
 
 namespace timewheel::redis {
+
+/// A TCP address: a host name or an IP address literal, and a port.
+struct host_port {
+    std::string host;
+    std::uint16_t port = 0;
+};
 
 /// The settings of a redis::connection (and of a redis::subscriber).
 /**
@@ -22,7 +31,9 @@ namespace timewheel::redis {
  * timeout.
  */
 struct config {
-    /// The server's IP address (an address literal such as "127.0.0.1" or "::1").
+    /// The server's host: an IP address literal ("127.0.0.1", "::1") or a name, resolved
+    /// again on every connection attempt (within connect_timeout), so that a name moved to
+    /// another address (a managed Redis failing over by DNS) is followed on reconnection.
     std::string host = "127.0.0.1";
 
     /// The server's TCP port.
@@ -30,6 +41,23 @@ struct config {
 
     /// When not empty, connect to this unix-domain socket instead of host and port.
     std::string unix_socket;
+
+    /// When not empty, host and port are ignored: before each connection attempt these
+    /// Sentinels are asked in turn `SENTINEL get-master-addr-by-name master_name`, and the
+    /// connection goes to the first answer. A Sentinel that does not answer within
+    /// connect_timeout, or answers anything but an address, is skipped. After the handshake
+    /// the server must say it is a master (ROLE), or the attempt fails (an old master back as
+    /// a replica is not used) and the Sentinels are asked again after the backoff.
+    std::vector<host_port> sentinels;
+
+    /// The name of the master the Sentinels monitor (required with sentinels).
+    std::string master_name;
+
+    /// ACL user name for AUTH to the Sentinels (empty: AUTH with sentinel_password alone).
+    std::string sentinel_username;
+
+    /// Password for AUTH to the Sentinels; when empty (and sentinel_username empty) none.
+    std::string sentinel_password;
 
     /// ACL user name for AUTH; empty means AUTH with the password alone (requirepass).
     std::string username;

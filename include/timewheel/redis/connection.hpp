@@ -61,8 +61,9 @@ public:
     /// Constructs a connection that will use the executor `ex` for its I/O.
     /**
      * Nothing is opened until the first async_exec or run().
-     * @throws std::invalid_argument when `cfg.host` is not an IP address literal (and no
-     * unix socket is given), or a timeout or delay is negative.
+     * @throws std::invalid_argument when `cfg.host` is empty (and no unix socket or
+     * Sentinel is given), sentinels are given without master_name or with an empty host or
+     * a zero port, or a timeout or delay is negative.
      */
     connection(const executor_type& ex, config cfg = {})
         : impl_(std::make_shared<detail::connection_impl>(ex, std::move(cfg))) {}

@@ -59,6 +59,14 @@ enum class error {
     /// The connection was closed by its owner (connection::close() or its destructor), or was
     /// lost with config::reconnect off.
     closed,
+
+    /// No Sentinel of config::sentinels gave the master's address (unreachable, silent, or
+    /// an answer that is not an address, or the master is unknown to them).
+    no_master,
+
+    /// The server the connection reached is not a master (its ROLE says replica or sentinel):
+    /// an old master back as a replica after a failover. The connection is re-opened.
+    not_master,
 };
 
 /// The category of redis::error values; its name is "timewheel.redis".

@@ -105,7 +105,7 @@ public:
         , metrics_(m)
         , log_(l) {
         cfg_.max_connections = connection_limit(cfg_);
-        // Read once: a Redis host resolved once, a SQLite file opened once and shared.
+        // Read once: a Redis URL parsed once, a SQLite file opened once and shared.
         service::store_source source(
             cfg_.store, {.operation_timeout = cfg_.store_timeout, .client_name = "timewheeld-api"});
         for (std::size_t i = 0; i < cfg_.threads; ++i) {

@@ -139,9 +139,14 @@ const std::vector<option>& options() {
          "where tasks live: `sqlite:PATH`, the embedded store in one file for one "
          "node (a relative PATH is from the working directory; the file is created "
          "if missing), `redis://[user:password@]host[:port][/queue]` for "
-         "several nodes, or `redis+cluster://[user:password@]host[:port][,host[:port]...]"
-         "[/queue]` for a Redis Cluster (the hosts are seeds: one that answers is enough; a "
-         "host name is resolved once, at start)",
+         "several nodes (a host name is resolved on every connect), "
+         "`redis+sentinel://host:port[,host:port...][/queue]?master=NAME` (the "
+         "master asked from those Sentinels on every connect), or "
+         "`redis+cluster://[user:password@]host[:port][,host[:port]...][/queue]` for a "
+         "Redis Cluster (the hosts are seeds, resolved at start: one that answers is "
+         "enough); `redis://` and `redis+sentinel://` take `?wait=N[&wait_timeout_ms=T]` "
+         "to answer writes only once N replicas have them (docs/server.md, \"Operating "
+         "with Redis\")",
          [](settings& s, std::string_view v) { s.store = v; }},
         {"token", "SECRET", "",
          "require `Authorization: Bearer SECRET` on every path but `/healthz` and "

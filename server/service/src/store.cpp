@@ -1,8 +1,10 @@
 //
 // server/service/src/store.cpp
 //
-// A store URL to a dq::store: the scheme picks the store, redis:// and redis+cluster:// URLs
-// are parsed here once (their hosts resolved at start), and an SQLite file is opened once and
+// A store URL to a dq::store: the scheme picks the store, Redis URLs are parsed here once (a
+// host name of redis:// and redis+sentinel:// is kept as a name: the client resolves it on
+// every connect, so that a DNS failover is followed; a cluster's seeds are resolved at start,
+// since the slot map names its nodes by address), and an SQLite file is opened once and
 // shared by the threads.
 //
 #include <timewheeld/service/store.hpp>
@@ -32,7 +34,9 @@ namespace timewheeld::service {
 
 namespace {
 
-// The Redis client connects to an address literal; a name is resolved once, at start.
+enum class redis_kind { standalone, sentinel, cluster };
+
+// The address of `host` now (an address literal as it is).
 std::string resolve(const std::string& host) {
     boost::system::error_code ec;
     boost::asio::ip::make_address(host, ec);
@@ -49,21 +53,23 @@ std::string resolve(const std::string& host) {
     return results.begin()->endpoint().address().to_string();
 }
 
-// One `host[:port]` of a Redis URL (a bracketed IPv6 literal allowed), its host resolved.
-std::pair<std::string, std::uint16_t> parse_endpoint(std::string_view authority,
-                                                     std::string_view scheme) {
+std::uint16_t parse_port(std::string_view port) {
+    unsigned p = 0;
+    auto [end, ec] = std::from_chars(port.data(), port.data() + port.size(), p);
+    if (port.empty() || ec != std::errc() || end != port.data() + port.size() || p == 0 ||
+        p > 65535) {
+        throw std::invalid_argument("--store: malformed port '" + std::string(port) + "'");
+    }
+    return static_cast<std::uint16_t>(p);
+}
+
+// host[:port] or [v6]:port; the port defaults to `port`.
+timewheel::redis::host_port parse_host_port(std::string_view authority, std::uint16_t port,
+                                            std::string_view scheme) {
     std::string_view host = authority;
-    std::uint16_t port = 6379;
     if (const auto colon = authority.rfind(':');
         colon != std::string_view::npos && authority.find(']', colon) == std::string_view::npos) {
-        const auto digits = authority.substr(colon + 1);
-        unsigned p = 0;
-        auto [end, ec] = std::from_chars(digits.data(), digits.data() + digits.size(), p);
-        if (digits.empty() || ec != std::errc() || end != digits.data() + digits.size() || p == 0 ||
-            p > 65535) {
-            throw std::invalid_argument("--store: malformed port '" + std::string(digits) + "'");
-        }
-        port = static_cast<std::uint16_t>(p);
+        port = parse_port(authority.substr(colon + 1));
         host = authority.substr(0, colon);
     }
     if (host.starts_with('[') && host.ends_with(']')) {
@@ -72,15 +78,38 @@ std::pair<std::string, std::uint16_t> parse_endpoint(std::string_view authority,
     if (host.empty()) {
         throw std::invalid_argument("--store: " + std::string(scheme) + " needs a host");
     }
-    return {resolve(std::string(host)), port};
+    return {std::string(host), port};
 }
 
-// What follows `redis://` or `redis+cluster://`: `[user:password@]hosts[/queue]`, where a
-// cluster's hosts are seeds separated by commas.
-redis_location parse_redis(std::string_view rest, const store_options& opt, bool cluster) {
-    const std::string_view scheme = cluster ? "redis+cluster://" : "redis://";
-    timewheel::redis::config cfg;
-    std::string queue_name = "timewheeld";
+long long query_number(std::string_view name, std::string_view v, long long lo, long long hi) {
+    long long n = 0;
+    auto [end, ec] = std::from_chars(v.data(), v.data() + v.size(), n);
+    if (v.empty() || ec != std::errc() || end != v.data() + v.size() || n < lo || n > hi) {
+        throw std::invalid_argument("--store: ?" + std::string(name) + "= must be a number from " +
+                                    std::to_string(lo) + " to " + std::to_string(hi) + ", got '" +
+                                    std::string(v) + "'");
+    }
+    return n;
+}
+
+// redis://[user:password@]host[:port][/queue][?options],
+// redis+sentinel://[user:password@]host[:port][,host[:port]...][/queue]?master=NAME[&options]
+// (Sentinel port 26379 by default; user:password are the master's) and
+// redis+cluster://[user:password@]host[:port][,host[:port]...][/queue] (seeds). Options:
+// wait=N and wait_timeout_ms=T (durability), sentinel_user and sentinel_password (Sentinel).
+redis_location parse_redis(std::string_view rest, redis_kind kind, const store_options& opt) {
+    const bool sentinel = kind == redis_kind::sentinel;
+    const std::string_view scheme = sentinel                      ? "redis+sentinel://"
+                                    : kind == redis_kind::cluster ? "redis+cluster://"
+                                                                  : "redis://";
+    redis_location where;
+    auto& cfg = where.config;
+    where.queue = "timewheeld";
+    std::string_view query;
+    if (const auto q = rest.find('?'); q != std::string_view::npos) {
+        query = rest.substr(q + 1);
+        rest = rest.substr(0, q);
+    }
     const auto slash = rest.find('/');
     std::string_view authority = rest.substr(0, slash);
     if (slash != std::string_view::npos) {
@@ -89,7 +118,7 @@ redis_location parse_redis(std::string_view rest, const store_options& opt, bool
             if (queue.find_first_of("{}/") != std::string_view::npos) {
                 throw std::invalid_argument("--store: the queue name must not contain {, } or /");
             }
-            queue_name = queue;
+            where.queue = queue;
         }
     }
     if (const auto at = authority.rfind('@'); at != std::string_view::npos) {
@@ -102,51 +131,134 @@ redis_location parse_redis(std::string_view rest, const store_options& opt, bool
             cfg.password = userinfo;
         }
     }
+    while (!query.empty()) {
+        const auto amp = query.find('&');
+        const auto item = query.substr(0, amp);
+        query = amp == std::string_view::npos ? std::string_view() : query.substr(amp + 1);
+        const auto eq = item.find('=');
+        const auto key = item.substr(0, eq);
+        const auto value = eq == std::string_view::npos ? std::string_view() : item.substr(eq + 1);
+        if (key == "wait") {
+            where.wait_replicas = static_cast<std::size_t>(query_number(key, value, 0, 64));
+        } else if (key == "wait_timeout_ms") {
+            where.wait_timeout = std::chrono::milliseconds(query_number(key, value, 1, 60000));
+        } else if (sentinel && key == "master") {
+            cfg.master_name = value;
+        } else if (sentinel && key == "sentinel_user") {
+            cfg.sentinel_username = value;
+        } else if (sentinel && key == "sentinel_password") {
+            cfg.sentinel_password = value;
+        } else {
+            throw std::invalid_argument(
+                "--store: unknown option '" + std::string(key) + "' in " + std::string(scheme) +
+                " (expected wait, wait_timeout_ms" +
+                (sentinel ? ", master, sentinel_user, sentinel_password)" : ")"));
+        }
+    }
+    std::vector<std::pair<std::string, std::uint16_t>> seeds; // a cluster's
+    if (sentinel) {
+        if (cfg.master_name.empty()) {
+            throw std::invalid_argument(
+                "--store: redis+sentinel:// needs the master's name: ?master=NAME");
+        }
+        while (!authority.empty()) {
+            const auto comma = authority.find(',');
+            cfg.sentinels.push_back(
+                parse_host_port(authority.substr(0, comma), 26379, "redis+sentinel://"));
+            authority =
+                comma == std::string_view::npos ? std::string_view() : authority.substr(comma + 1);
+        }
+        if (cfg.sentinels.empty()) {
+            throw std::invalid_argument("--store: redis+sentinel:// needs a Sentinel address");
+        }
+    } else if (kind == redis_kind::cluster) {
+        if (where.wait_replicas != 0) {
+            // WAIT would go to whichever master the connection is, not the shard's.
+            throw std::invalid_argument("--store: ?wait= is not supported on redis+cluster:// "
+                                        "(only redis:// and redis+sentinel://)");
+        }
+        // Seeds: any one that answers gives the slot map, which names every master.
+        for (std::size_t from = 0;;) {
+            const auto comma = authority.find(',', from);
+            const auto one = authority.substr(from, comma - from);
+            if (one.empty()) {
+                throw std::invalid_argument(
+                    authority.empty()
+                        ? "--store: redis+cluster:// needs at least one seed host:port"
+                        : "--store: an empty seed in '" + std::string(authority) + "'");
+            }
+            auto hp = parse_host_port(one, 6379, scheme);
+            seeds.emplace_back(resolve(hp.host), hp.port);
+            if (comma == std::string_view::npos) {
+                break;
+            }
+            from = comma + 1;
+        }
+        std::tie(cfg.host, cfg.port) = seeds.front();
+    } else {
+        auto hp = parse_host_port(authority, 6379, "redis://");
+        cfg.host = std::move(hp.host);
+        cfg.port = hp.port;
+    }
     cfg.request_timeout = opt.operation_timeout;
     cfg.client_name = opt.client_name;
-    if (!cluster) {
-        std::tie(cfg.host, cfg.port) = parse_endpoint(authority, scheme);
-        return {std::move(cfg), std::move(queue_name), std::nullopt};
+    if (kind == redis_kind::cluster) {
+        timewheel::redis::cluster_config ccfg;
+        ccfg.node = cfg;
+        ccfg.seeds.assign(seeds.begin() + 1, seeds.end());
+        where.cluster = std::move(ccfg);
     }
-    // Seeds: any one that answers gives the slot map, which names every master.
-    std::vector<std::pair<std::string, std::uint16_t>> seeds;
-    for (std::size_t from = 0;;) {
-        const auto comma = authority.find(',', from);
-        const auto one = authority.substr(from, comma - from);
-        if (one.empty()) {
-            throw std::invalid_argument(
-                authority.empty() ? "--store: redis+cluster:// needs at least one seed host:port"
-                                  : "--store: an empty seed in '" + std::string(authority) + "'");
-        }
-        seeds.push_back(parse_endpoint(one, scheme));
-        if (comma == std::string_view::npos) {
-            break;
-        }
-        from = comma + 1;
+    return where;
+}
+
+std::optional<redis_location> parse_any_redis(std::string_view url, const store_options& opt) {
+    if (url.starts_with("redis://")) {
+        return parse_redis(url.substr(8), redis_kind::standalone, opt);
     }
-    std::tie(cfg.host, cfg.port) = seeds.front();
-    timewheel::redis::cluster_config ccfg;
-    ccfg.node = cfg;
-    ccfg.seeds.assign(seeds.begin() + 1, seeds.end());
-    return {std::move(cfg), std::move(queue_name), std::move(ccfg)};
+    if (url.starts_with("redis+sentinel://")) {
+        return parse_redis(url.substr(17), redis_kind::sentinel, opt);
+    }
+    if (url.starts_with("redis+cluster://")) {
+        return parse_redis(url.substr(16), redis_kind::cluster, opt);
+    }
+    return std::nullopt;
 }
 
 } // namespace
 
 std::optional<redis_location> redis_location_of(std::string_view url, const store_options& opt) {
-    if (url.starts_with("redis://")) {
-        return parse_redis(url.substr(8), opt, false);
-    }
-    if (url.starts_with("redis+cluster://")) {
-        return parse_redis(url.substr(16), opt, true);
-    }
-    return std::nullopt;
+    return parse_any_redis(url, opt);
 }
 
 std::string check_store(std::string_view url) {
     if (auto where = redis_location_of(url)) {
-        return "redis " + where->config.host + ":" + std::to_string(where->config.port) +
-               ", queue " + where->queue + " (not contacted)";
+        const auto& cfg = where->config;
+        std::string hosts;
+        const auto add = [&](const std::string& host, std::uint16_t port) {
+            // A name must resolve now (a typo would otherwise show only as 503s), though
+            // the service resolves it again on every connect.
+            const auto address = resolve(host);
+            hosts += (hosts.empty() ? "" : ", ") + host + ":" + std::to_string(port) +
+                     (address == host ? "" : " (" + address + ")");
+        };
+        std::string what = "redis ";
+        if (!cfg.sentinels.empty()) {
+            what = "redis master '" + cfg.master_name + "' of the Sentinels ";
+            for (const auto& s : cfg.sentinels) {
+                add(s.host, s.port);
+            }
+        } else if (where->cluster) {
+            what = "redis cluster of the seeds ";
+            add(cfg.host, cfg.port);
+            for (const auto& [host, port] : where->cluster->seeds) {
+                add(host, port);
+            }
+        } else {
+            add(cfg.host, cfg.port);
+        }
+        return what + hosts + ", queue " + where->queue +
+               (where->wait_replicas ? ", wait=" + std::to_string(where->wait_replicas) : "") +
+               " (not contacted)";
     }
     store_source source(url); // the scheme and the file name, as a start checks them
     const std::string path(url.substr(7));
@@ -188,7 +300,7 @@ struct store_source::impl {
 
 store_source::store_source(std::string_view url, store_options opt)
     : impl_(std::make_unique<impl>()) {
-    if ((impl_->redis = redis_location_of(url, opt))) {
+    if ((impl_->redis = parse_any_redis(url, opt))) {
         return;
     }
     if (url.starts_with("sqlite:")) {
@@ -207,7 +319,9 @@ store_source::store_source(std::string_view url, store_options opt)
     }
     throw std::invalid_argument("--store: unknown scheme in '" + std::string(url) +
                                 "' (expected redis://host:port[/queue], "
-                                "redis+cluster://host:port[,host:port...][/queue] or sqlite:PATH)");
+                                "redis+sentinel://host:port[,...][/queue]?master=NAME, "
+                                "redis+cluster://host:port[,host:port...][/queue] or "
+                                "sqlite:PATH)");
 }
 
 store_source::~store_source() = default;
@@ -216,6 +330,8 @@ store_handle store_source::open(const timewheel::dq::store::executor_type& ex) {
     if (impl_->redis) {
         timewheel::dq::redis_store_options qopt;
         qopt.name = impl_->redis->queue;
+        qopt.wait_replicas = impl_->redis->wait_replicas;
+        qopt.wait_timeout = impl_->redis->wait_timeout;
         auto s =
             impl_->redis->cluster
                 ? std::make_unique<timewheel::dq::redis_store>(ex, *impl_->redis->cluster, qopt)

@@ -38,6 +38,9 @@ redis_store_options checked(redis_store_options opt) {
     if (opt.done_retention.count() < 0 || opt.dead_retention.count() < 0) {
         throw std::invalid_argument("dq::redis_store: retention must not be negative");
     }
+    if (opt.wait_replicas > 0 && opt.wait_timeout.count() <= 0) {
+        throw std::invalid_argument("dq::redis_store: wait_timeout must be positive");
+    }
     return opt;
 }
 
@@ -154,6 +157,7 @@ void redis_store_impl::earliest_due(
         call_args a;
         push_shard_script(st->req, scripts::earliest_due(), s, a);
     }
+    st->read_only = true;
     run(st, [self = shared_from_this(), h = std::move(h)](error_code ec,
                                                           redis::response& resp) mutable {
         time_point now{};

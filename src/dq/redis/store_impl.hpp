@@ -122,6 +122,12 @@ private:
     struct exec_state {
         redis::request req;
         redis::response resp;
+        bool read_only = false; // no WAIT after it (redis_store_options::wait_replicas)
+        // The WAIT after a write, and the first of the two answers to come.
+        redis::request wait_req;
+        redis::response wait_resp;
+        int answers = 0;
+        error_code first_ec;
     };
 
     // Groups items by shard: one script call per shard, results put back in order.
@@ -183,13 +189,44 @@ private:
                        });
     }
 
+    // With wait_replicas, a write is followed by WAIT as a request of its own, issued in the
+    // same turn on the same connection: the connection writes both in one write, in order,
+    // so WAIT waits for exactly the script's writes; its reply stays out of the script's
+    // response (the callers read theirs by count). The operation completes when both have
+    // answered, with the script's failure first.
     template <typename Fn>
     void send(std::shared_ptr<exec_state> st, Fn fn) {
         auto* req = &st->req;
         auto* resp = &st->resp;
+        if (opt_.wait_replicas == 0 || st->read_only) {
+            backend_->exec(*req, *resp,
+                           [st = std::move(st), fn = std::move(fn)](
+                               error_code ec, std::size_t) mutable { fn(ec, st->resp); });
+            return;
+        }
+        st->wait_req.push("WAIT", static_cast<std::int64_t>(opt_.wait_replicas),
+                          static_cast<std::int64_t>(opt_.wait_timeout.count()));
+        auto both = std::make_shared<Fn>(std::move(fn));
+        const auto want = opt_.wait_replicas;
+        auto answered = [st, both, want](error_code ec, bool is_wait) {
+            if (!ec && is_wait) {
+                const auto r = st->wait_resp[0];
+                if (!r.is_integer() || r.as_integer() < 0 ||
+                    static_cast<std::uint64_t>(r.as_integer()) < want) {
+                    ec = error::not_replicated;
+                }
+            }
+            if (++st->answers == 1) {
+                st->first_ec = ec;
+                return;
+            }
+            // The script's own failure (or the connection's) names the cause best.
+            (*both)(st->first_ec ? st->first_ec : ec, st->resp);
+        };
         backend_->exec(*req, *resp,
-                       [st = std::move(st), fn = std::move(fn)](
-                           error_code ec, std::size_t) mutable { fn(ec, st->resp); });
+                       [answered](error_code ec, std::size_t) { answered(ec, false); });
+        backend_->exec(st->wait_req, st->wait_resp,
+                       [answered](error_code ec, std::size_t) { answered(ec, true); });
     }
 
     // Runs one script per shard over `ids`; `decode` reads each result letter.

@@ -156,6 +156,7 @@ void redis_store_impl::status(std::string id, store::handler<void(error_code, ta
     call_args a;
     a.add(id);
     push_shard_script(st->req, scripts::status(), shard_of(id), a);
+    st->read_only = true;
     run(st, [self = shared_from_this(), h = std::move(h), id](error_code ec,
                                                               redis::response& resp) mutable {
         task_status out;
@@ -209,6 +210,7 @@ void redis_store_impl::list_dead(std::string cursor, std::size_t count,
         a.add(static_cast<std::int64_t>(count));
         push_shard_script(st->req, scripts::list_dead(), s, a);
     }
+    st->read_only = true;
     run(st, [self = shared_from_this(), h = std::move(h), first,
              count](error_code ec, redis::response& resp) mutable {
         dead_page page;

@@ -114,6 +114,7 @@ void redis_store_impl::list_round(std::shared_ptr<list_walk> w) {
         a.add(static_cast<std::int64_t>(scan));
         push_shard_script(st->req, scripts::list_tasks(), s, a);
     }
+    st->read_only = true;
     run(st, [self = shared_from_this(), w = std::move(w), want](error_code ec,
                                                                 redis::response& resp) mutable {
         const bool desc = w->q.descending;
@@ -202,6 +203,7 @@ void redis_store_impl::list_read(std::shared_ptr<list_walk> w) {
         }
         push_shard_script(st->req, scripts::task_entries(), shard, a);
     }
+    st->read_only = true;
     run(st, [self = shared_from_this(), w = std::move(w),
              by_shard = std::move(by_shard)](error_code ec, redis::response& resp) mutable {
         std::vector<std::optional<task_page::entry>> got(w->page.size());
@@ -256,6 +258,7 @@ void redis_store_impl::count_tasks(store::handler<void(error_code, task_counts)>
         call_args a;
         push_shard_script(st->req, scripts::count_tasks(), s, a);
     }
+    st->read_only = true;
     run(st, [self = shared_from_this(), h = std::move(h)](error_code ec,
                                                           redis::response& resp) mutable {
         task_counts c;

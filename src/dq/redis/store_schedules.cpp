@@ -163,6 +163,7 @@ void redis_store_impl::list_schedules(std::string cursor, std::size_t count,
         a.add(static_cast<std::int64_t>(count));
         push_shard_script(st->req, scripts::schedule_list(), s, a);
     }
+    st->read_only = true;
     run(st, [self = shared_from_this(), h = std::move(h), first,
              count](error_code ec, redis::response& resp) mutable {
         schedule_page page;

@@ -7,7 +7,9 @@
 // into one reused buffer. Written requests wait in a ring, in order, for their replies;
 // hiredis's reader parses what the socket gives into the response of the request at the head
 // of the ring (or drops it, for a request cancelled after it was written). Everything runs
-// on the connection's executor; nothing here is thread-safe.
+// on the connection's executor; nothing here is thread-safe. Each connection attempt first
+// finds its server: the Sentinels asked in turn (each through a short-lived connection of
+// its own, bounded by connect_timeout and a small max_reply_bytes), then a host name resolved.
 //
 
 #ifndef TIMEWHEEL_REDIS_DETAIL_CONNECTION_IMPL_HPP
@@ -22,6 +24,7 @@
 #include <boost/asio/any_io_executor.hpp>
 #include <boost/asio/cancellation_type.hpp>
 #include <boost/asio/generic/stream_protocol.hpp>
+#include <boost/asio/ip/tcp.hpp>
 #include <boost/asio/steady_timer.hpp>
 #include <boost/intrusive/list.hpp>
 
@@ -36,6 +39,8 @@
 
 namespace timewheel::redis {
 
+class connection;
+
 /// Counters of a connection's life, for tests, metrics and benchmarks.
 struct connection_stats {
     std::uint64_t connects = 0;         ///< successful connections (handshake included)
@@ -45,6 +50,8 @@ struct connection_stats {
     std::uint64_t requests_written = 0; ///< requests written (a NOSCRIPT resend counts again)
     std::uint64_t noscript_retries = 0; ///< EVALSHA commands resent as EVAL
     std::uint64_t health_pings = 0;     ///< PINGs sent by the health check
+    std::uint64_t resolves = 0;         ///< host names resolved (one per attempt to a name)
+    std::uint64_t sentinel_queries = 0; ///< Sentinels asked for the master's address
 };
 
 namespace detail {
@@ -102,6 +109,9 @@ private:
     };
 
     void connect();
+    void connect_to(const std::string& host, std::uint16_t port, std::uint64_t gen);
+    void ask_sentinel(std::uint64_t gen);
+    void on_sentinel_answer(boost::system::error_code ec, std::uint64_t gen);
     void on_connected(boost::system::error_code ec, std::uint64_t gen);
     void start_read();
     void on_read(boost::system::error_code ec, std::size_t n, std::uint64_t gen);
@@ -132,6 +142,7 @@ private:
     bool tcp_ = true;
     boost::asio::generic::stream_protocol::socket socket_;
     boost::asio::steady_timer connect_timer_;
+    boost::asio::ip::tcp::resolver resolver_;
     wheel_timer timeout_timer_;
     wheel_timer health_timer_;
     reply_reader reader_;
@@ -160,7 +171,13 @@ private:
     boost::system::error_code last_error_;
     connection_stats stats_;
     push_handler* push_handler_ = nullptr;
-    response push_response_; // a reply that answers no request, while it is parsed
+    // The Sentinel being asked, its request and answer, and the next one to ask.
+    std::unique_ptr<connection> sentinel_conn_;
+    request sentinel_req_;
+    response sentinel_resp_;
+    std::size_t sentinel_next_ = 0;
+    std::size_t role_reply_ = 0; // the ROLE reply's index in the handshake (Sentinel mode)
+    response push_response_;     // a reply that answers no request, while it is parsed
 
     // The connection's own requests.
     struct internal_op : op_base {

@@ -6,14 +6,24 @@
 // executor.
 //
 // Schemes:
-//   redis://[user:password@]host[:port][/queue]   dq::redis_store, standalone (port 6379,
+//   redis://[user:password@]host[:port][/queue][?wait=N[&wait_timeout_ms=T]]
+//                                                 dq::redis_store, standalone (port 6379,
 //                                                 queue "timewheeld" by default): one
-//                                                 connection per thread
-//   redis+cluster://[user:password@]host[:port][,host[:port]...][/queue]
+//                                                 connection per thread; a host name is
+//                                                 resolved on every connect
+//   redis+sentinel://[user:password@]host[:port][,host[:port]...][/queue]?master=NAME
+//                  [&sentinel_user=U][&sentinel_password=P][&wait=N[&wait_timeout_ms=T]]
+//                                                 the same, the master asked from these
+//                                                 Sentinels (port 26379) on every connect
+//   redis+cluster://[user:password@]host[:port][,host[:port]...][/queue][?wait=...]
 //                                                 dq::redis_store on a Redis Cluster: the
-//                                                 hosts are seeds (one that answers is
-//                                                 enough), the masters come from the slot
-//                                                 map; one redis::cluster per thread
+//                                                 hosts are seeds (resolved at start; one
+//                                                 that answers is enough), the masters come
+//                                                 from the slot map; one redis::cluster per
+//                                                 thread (wait= is refused: see
+//                                                 dq::redis_store_options::wait_replicas)
+//   wait=N: every write is followed by WAIT N T (T 1000 ms by default); fewer than N
+//   replicas acknowledging fails it with dq::error::not_replicated (503)
 //   sqlite:PATH                                   dq::sqlite_store in the file PATH (created
 //                                                 if missing, relative to the working
 //                                                 directory): one database, one writer
@@ -29,6 +39,7 @@
 #include <timewheel/redis/config.hpp>
 
 #include <chrono>
+#include <cstddef>
 #include <functional>
 #include <memory>
 #include <optional>
@@ -51,31 +62,34 @@ struct store_options {
     std::string client_name = "timewheeld";
 };
 
-/// Where a redis:// or redis+cluster:// store points: the server's config and the queue's
-/// name; for a cluster, the cluster's too.
+/// Where a redis://, redis+sentinel:// or redis+cluster:// store points: the server's
+/// config, the queue's name, the durability asked (dq::redis_store_options::wait_replicas),
+/// and for a cluster, the cluster's config.
 struct redis_location {
     /// The server; for a cluster, its first seed (Cluster pub/sub reaches every node from
     /// any one).
     timewheel::redis::config config;
     std::string queue;
+    std::size_t wait_replicas = 0;
+    std::chrono::milliseconds wait_timeout{1000};
     std::optional<timewheel::redis::cluster_config> cluster;
 };
 
-/// Where the redis:// or redis+cluster:// store `url` points (its hosts resolved, as
-/// make_store() does); nothing for the other schemes. For what shares the store's Redis
-/// besides the store, such as the forwarding of reported results between nodes.
+/// Where the Redis store `url` points (as make_store() reads it); nothing for the other
+/// schemes. For what shares the store's Redis besides the store, such as the forwarding of
+/// reported results between nodes.
 /** @throws std::invalid_argument as make_store() does for a malformed Redis URL. */
 std::optional<redis_location> redis_location_of(std::string_view url,
                                                 const store_options& opt = {});
 
 /// What `--check-config` says of the store `url` names, checked without changing it (nor
 /// contacting a Redis server): a sqlite: file is a database (its header) that can be read and
-/// written, or is missing in a directory where it can be created; a redis:// URL is well
-/// formed and its host resolves.
+/// written, or is missing in a directory where it can be created; a Redis URL is well
+/// formed and its hosts resolve now.
 /** @throws std::invalid_argument naming what is wrong ("--store: ..."). */
 std::string check_store(std::string_view url);
 
-/// Where the service's stores come from: the URL read (and a Redis host resolved) once.
+/// Where the service's stores come from: the URL read once.
 /**
  * @par Thread Safety
  * Use from one thread (the service opens every thread's store before running them).
