@@ -68,7 +68,7 @@ class timewheelRecipe(ConanFile):
         # From the top down, so that the server's needs reach dq's. A layer left at None is
         # on when one above needs it and off otherwise; one given explicitly is kept (a
         # contradiction is validate()'s to report, not a silent change).
-        for layer in ["server", "dq_sqlite", "dq", "redis", "cron"]:
+        for layer in ["dq_sqlite", "dq", "redis", "cron"]:
             if self.options.get_safe(layer).value is None:
                 needed = any(self._on(above) and layer in needs
                              for above, needs in self._layer_needs.items())
@@ -151,7 +151,12 @@ class timewheelRecipe(ConanFile):
         wheel.libs = ["timewheel"]
         wheel.set_property("cmake_target_name", "timewheel::timewheel")
         wheel.set_property("pkg_config_name", "timewheel")
-        wheel.requires = ["boost::headers"]
+        # Boost by component only when it is a package of the graph: a profile's
+        # [platform_requires] boost/x.y makes it the system's, which is no dependency of
+        # CMakeDeps', and naming a component of it fails the generator ("'boost' is not a
+        # direct dependency"). The consumer's own find_package(Boost) then finds the system's.
+        boost = "boost" in self.dependencies
+        wheel.requires = ["boost::headers"] if boost else []
         # Boost.Asio needs the platform threads, as the installed CMake config says with
         # Threads::Threads.
         if self.settings.os in ["Linux", "FreeBSD"]:
@@ -185,4 +190,5 @@ class timewheelRecipe(ConanFile):
             # The binary links these (statically or not, as `shared` says; its own internal
             # libraries always statically); listed so that Conan keeps them in the graph and
             # their shared libraries on the run environment's paths.
-            server.requires = ["dq_sqlite", "openssl::ssl", "openssl::crypto", "boost::json"]
+            server.requires = ["dq_sqlite", "openssl::ssl", "openssl::crypto"]
+            server.requires += ["boost::json"] if boost else []
