@@ -2,7 +2,8 @@
 # Checks the packaging: installs timewheel (library only) into a temporary prefix, checks the
 # installed files (Threads::Threads and -pthread declared), then builds and runs three consumers
 # against it:
-#   find_package   test_package/ with plain CMake and CMAKE_PREFIX_PATH=<prefix>
+#   find_package   test_package/ with plain CMake and CMAKE_PREFIX_PATH=<prefix> (and its
+#                  timewheel::dq_sqlite consumer when that layer is installed)
 #   pkg-config     test_package/test_package.cpp compiled with `pkg-config --cflags --libs`
 #   subdirectory   test/consumer_subdirectory/, which uses add_subdirectory(<repo root>)
 #   components     test/consumer_components/: find_package(timewheel COMPONENTS dq) brings
@@ -10,10 +11,18 @@
 #                  and COMPONENTS dq_sqlite timewheel::dq_sqlite (when SQLite 3 is there too)
 #   cron           test/consumer_cron/: find_package(timewheel COMPONENTS cron) brings
 #                  timewheel::cron and the date library (when the date library is there)
-# and checks that CMAKE_POSITION_INDEPENDENT_CODE (Conan's fPIC) decides -fPIC; then, when
-# timewheeld was built, its .deb (packaging/): made by CPack from the same build, read with
-# dpkg-deb, extracted (never installed) and its binary's --check-config run on the packaged
-# settings; its unit checked by systemd-analyze when that works here.
+# and checks what the Conan recipe relies on (Conan itself cannot run in CI):
+#   the wheel alone    test_package links nothing of the layers (no hiredis, SQLite, OpenSSL)
+#   fPIC               CMAKE_POSITION_INDEPENDENT_CODE decides -fPIC for every library
+#   finders            Boost.JSON without its own CMake package (find_library), hiredis from a
+#                      CMake package's hiredis::hiredis, and hiredis under its Debug name
+#   .deb               when timewheeld was built, its .deb (packaging/): made by CPack from the
+#                      same build, read with dpkg-deb, extracted (never installed) and its
+#                      binary's --check-config run on the packaged settings; its unit checked
+#                      by systemd-analyze when that works here
+#   shared             with BUILD_SHARED_LIBS=ON the installed timewheeld starts from its
+#                      prefix alone (no library of its own left in the build tree); last, since
+#                      it turns the build tree the .deb is made from into a shared one
 # Prints PASS/FAIL per step and exits non-zero on any failure. Uses only temporary directories.
 # Usage: scripts/package-test.sh            (from anywhere in a clone)
 set -euo pipefail
@@ -31,15 +40,15 @@ failures=0
 # The step runs in a subshell outside any `if`/`&&` context, so that `set -e` stops it at
 # its first failing command (bash ignores -e inside a tested command, subshells included).
 run() {
-  local name="$1" log="$tmp/${2}.log" status
+  local name="$1" log="$tmp/${2}.log" status started=$SECONDS
   set +e
   ( set -euo pipefail; "$2" ) >"$log" 2>&1
   status=$?
   set -e
   if [ "$status" -eq 0 ]; then
-    echo "PASS: $name"
+    echo "PASS: $name ($((SECONDS - started)) s)"
   else
-    echo "FAIL: $name"
+    echo "FAIL: $name ($((SECONDS - started)) s)"
     sed 's/^/  | /' "$log" | tail -n 40
     failures=$((failures + 1))
   fi
@@ -87,12 +96,27 @@ install_library() {
 }
 
 consumer_find_package() {
-  cmake_configure -S "$root/test_package" -B "$tmp/test_package" -DCMAKE_PREFIX_PATH="$prefix" |
-    tee "$tmp/test_package.configure"
+  # And its consumer of a layer, which Conan's test_package builds when the package has it.
+  local dq_sqlite=OFF
+  [ -f "$prefix/lib/libtimewheel_dq_sqlite.a" ] && dq_sqlite=ON
+  cmake_configure -S "$root/test_package" -B "$tmp/test_package" -DCMAKE_PREFIX_PATH="$prefix" \
+    -DTEST_PACKAGE_DQ_SQLITE="$dq_sqlite" | tee "$tmp/test_package.configure"
   grep -q "timewheel .* found in $prefix/lib/cmake/timewheel" "$tmp/test_package.configure" ||
     { echo "timewheel was not found in $prefix"; return 1; }
   cmake --build "$tmp/test_package" -j"$jobs"
   "$tmp/test_package/test_package"
+  if [ "$dq_sqlite" = ON ]; then
+    "$tmp/test_package/test_package_dq_sqlite"
+  fi
+  # The wheel alone links none of the layers' libraries, neither on its link line nor at run
+  # time (the prefix has them all, where the build found hiredis, SQLite and OpenSSL).
+  local layers='hiredis|sqlite|libssl|libcrypto|date-tz|timewheel_|-lssl|-lcrypto'
+  if grep -E "$layers" "$tmp/test_package/CMakeFiles/test_package.dir/link.txt"; then
+    echo "the wheel's consumer links a layer's library (above)"; return 1
+  fi
+  if ldd "$tmp/test_package/test_package" | grep -E "$layers"; then
+    echo "the wheel's consumer loads a layer's library (above)"; return 1
+  fi
 }
 
 consumer_pkg_config() {
@@ -112,12 +136,81 @@ position_independent_code() {
     -DTIMEWHEEL_BUILD_EXAMPLES=OFF >/dev/null
   cmake_configure -S "$root" -B "$tmp/pic-off" -DTIMEWHEEL_BUILD_TESTS=OFF \
     -DTIMEWHEEL_BUILD_EXAMPLES=OFF -DCMAKE_POSITION_INDEPENDENT_CODE=OFF >/dev/null
-  flags="$tmp/pic-default/CMakeFiles/timewheel.dir/flags.make"
-  grep -q -- "-fPIC" "$flags" || { echo "no -fPIC by default:"; cat "$flags"; return 1; }
-  flags="$tmp/pic-off/CMakeFiles/timewheel.dir/flags.make"
-  if grep -q -- "-fPIC" "$flags"; then
-    echo "-fPIC although CMAKE_POSITION_INDEPENDENT_CODE=OFF:"; cat "$flags"; return 1
+  # Every library of the package that this machine builds (the layers need their libraries).
+  local dir libraries=(CMakeFiles/timewheel.dir)
+  for dir in src/redis/CMakeFiles/timewheel_redis.dir src/cron/CMakeFiles/timewheel_cron.dir \
+             src/dq/CMakeFiles/timewheel_dq.dir src/dq/sqlite/CMakeFiles/timewheel_dq_sqlite.dir; do
+    [ -f "$tmp/pic-default/$dir/flags.make" ] && libraries+=("$dir")
+  done
+  echo "checked: ${libraries[*]}"
+  for dir in "${libraries[@]}"; do
+    flags="$tmp/pic-default/$dir/flags.make"
+    grep -q -- "-fPIC" "$flags" || { echo "no -fPIC by default:"; cat "$flags"; return 1; }
+    flags="$tmp/pic-off/$dir/flags.make"
+    if grep -q -- "-fPIC" "$flags"; then
+      echo "-fPIC although CMAKE_POSITION_INDEPENDENT_CODE=OFF:"; cat "$flags"; return 1
+    fi
+  done
+}
+
+# A shared build (Conan's shared=True) of timewheeld and the libraries it links, installed:
+# timewheeld starts from the prefix with nothing of the build tree on its library path, and
+# none of its own libraries (timewheeld_*) is a shared one left behind. The install step's
+# build tree, reconfigured with BUILD_SHARED_LIBS=ON: the objects are the same (CMakeLists.txt,
+# timewheel_package_library), so this relinks and compiles nothing. Runs last: it removes that
+# tree.
+shared_server() {
+  local shared="$tmp/shared-prefix"
+  cmake_configure -S "$root" -B "$tmp/build" -DBUILD_SHARED_LIBS=ON >/dev/null
+  cmake --build "$tmp/build" -j"$jobs" --target timewheeld | tee "$tmp/shared-build.log"
+  echo "compiled again for the shared build: $(grep -c "Building CXX object" "$tmp/shared-build.log") objects"
+  cmake --install "$tmp/build" --prefix "$shared" >/dev/null
+  if find "$tmp/build" "$shared" -name 'libtimewheeld_*.so*' | grep .; then
+    echo "timewheeld's own libraries are shared (above)"; return 1
   fi
+  ls "$shared/lib"/libtimewheel*.so
+  # The build tree goes away, so that nothing can be found there by any path.
+  rm -rf "$tmp/build"
+  env -u LD_LIBRARY_PATH "$shared/bin/timewheeld" --help >"$tmp/shared-help.txt"
+  grep -q -- "--store" "$tmp/shared-help.txt" ||
+    { echo "timewheeld --help did not list its settings:"; cat "$tmp/shared-help.txt"; return 1; }
+  ldd "$shared/bin/timewheeld" | grep "libtimewheel"
+  if ldd "$shared/bin/timewheeld" | grep "libtimewheel" | grep -v " => $shared/"; then
+    echo "timewheeld loads a library of the package from outside its prefix (above)"; return 1
+  fi
+}
+
+# How the build finds what Conan provides under other names than Debian: Boost.JSON without
+# a boost_json CMake package of its own (find_library), hiredis as a CMake package's
+# hiredis::hiredis target (preferred to the library), and hiredis as hiredisd (its Debug
+# builds' name). Configures only, and reads what was found.
+finders() {
+  mkdir -p "$tmp/hiredis-package/lib/cmake/hiredis" "$tmp/hiredisd"
+  cat >"$tmp/hiredis-package/lib/cmake/hiredis/hiredis-config.cmake" <<'CMAKE'
+find_library(hiredis_stand_in_library hiredis REQUIRED)
+add_library(hiredis::hiredis UNKNOWN IMPORTED)
+set_target_properties(hiredis::hiredis PROPERTIES IMPORTED_LOCATION "${hiredis_stand_in_library}")
+CMAKE
+  cmake_configure -S "$root" -B "$tmp/finders" -DTIMEWHEEL_BUILD_TESTS=OFF \
+    -DTIMEWHEEL_BUILD_EXAMPLES=OFF -DCMAKE_DISABLE_FIND_PACKAGE_boost_json=ON \
+    -DCMAKE_PREFIX_PATH="$tmp/hiredis-package" -DTIMEWHEEL_BUILD_SERVER=ON | tee "$tmp/finders.log"
+  grep -q "timewheel: hiredis from its CMake package in $tmp/hiredis-package" "$tmp/finders.log" ||
+    { echo "hiredis::hiredis of a CMake package was not preferred"; return 1; }
+  grep -q "^TIMEWHEEL_BOOST_JSON_LIBRARY:FILEPATH=.*libboost_json" "$tmp/finders/CMakeCache.txt" ||
+    { echo "Boost.JSON was not found by name without its CMake package"; return 1; }
+  # And with its CMake package (the install step's build), no library by name.
+  if grep "^TIMEWHEEL_BOOST_JSON_LIBRARY:FILEPATH=.*libboost_json" "$tmp/build/CMakeCache.txt"; then
+    echo "Boost.JSON was found by name although Boost's CMake package has it"; return 1
+  fi
+
+  local hiredis
+  hiredis="$(grep "^TIMEWHEEL_HIREDIS_LIBRARY:FILEPATH=" "$tmp/build/CMakeCache.txt" | cut -d= -f2)"
+  ln -s "$hiredis" "$tmp/hiredisd/libhiredisd${hiredis##*/libhiredis}"
+  cmake_configure -S "$root" -B "$tmp/finders-debug" -DTIMEWHEEL_BUILD_TESTS=OFF \
+    -DTIMEWHEEL_BUILD_EXAMPLES=OFF -DCMAKE_LIBRARY_PATH="$tmp/hiredisd" -DTIMEWHEEL_BUILD_REDIS=ON |
+    tee "$tmp/finders-debug.log"
+  grep -q "timewheel: hiredis is $tmp/hiredisd/libhiredisd" "$tmp/finders-debug.log" ||
+    { echo "hiredis was not found under its Debug name hiredisd"; return 1; }
 }
 
 consumer_components() {
@@ -239,6 +332,12 @@ if [ -x "$tmp/build/server/timewheeld" ] && command -v dpkg-deb >/dev/null; then
   run "the timewheeld .deb (cpack -G DEB, dpkg-deb, --check-config, systemd-analyze)" deb_package
 else
   echo "SKIP: the timewheeld .deb (timewheeld not built, or no dpkg-deb)"
+fi
+if [ -f "$prefix/bin/timewheeld" ]; then
+  run "finders: Boost.JSON by name, hiredis::hiredis, hiredisd" finders
+  run "shared build: the installed timewheeld starts from its prefix" shared_server
+else
+  echo "SKIP: shared timewheeld and the finders (built without timewheeld's dependencies)"
 fi
 
 if [ "$failures" -ne 0 ]; then
