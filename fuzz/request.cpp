@@ -73,9 +73,14 @@ struct fixture {
     api::detail::store_gauges_refresh gauges;
     service::node_stats stats{1}; // no dispatcher here: GET /v1/stats shows zeros
     unsigned long runs = 0;
+    // The tokens in force of each settings (no file: --token alone, or none).
+    std::optional<api::token_watch> open_tokens;
+    std::optional<api::token_watch> token_tokens;
 
     fixture() {
         token_cfg.token = token;
+        open_tokens.emplace(open_cfg, log);
+        token_tokens.emplace(token_cfg, log);
         const char* dir = std::filesystem::is_directory("/dev/shm") ? "/dev/shm" : nullptr;
         const auto base = dir ? std::filesystem::path(dir) : std::filesystem::temp_directory_path();
         path = (base / ("timewheel-fuzz-request-" + std::to_string(::getpid()) + ".db")).string();
@@ -215,7 +220,9 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
         return 0; // 414 by session()
     }
 
-    api::detail::api_context ctx{*f.queue, f.metrics, cfg, nullptr, f.log, f.gauges, &f.stats};
+    api::detail::api_context ctx{
+        *f.queue, f.metrics, cfg,      nullptr,
+        f.log,    f.gauges,  &f.stats, token_set ? &*f.token_tokens : &*f.open_tokens};
     std::optional<api::detail::routed> answer;
     std::exception_ptr failure;
     bool done = false;

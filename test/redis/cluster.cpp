@@ -99,6 +99,26 @@ BOOST_AUTO_TEST_CASE(keys_land_on_their_masters) {
     BOOST_TEST(used.size() == 3u);
 }
 
+BOOST_AUTO_TEST_CASE(a_seed_given_by_name_is_resolved_by_its_connection) {
+    // timewheeld passes the seeds of redis+cluster:// as written: a name is resolved on every
+    // connect (redis::config::host), so a seed that moves is followed; the masters come from
+    // the slot map, by address.
+    auto& f = servers();
+    net::io_context io;
+    auto cfg = config_for(f);
+    cfg.node.host = "localhost";
+    cfg.seeds = {{"localhost", f.ports[2]}};
+    redis::cluster c(io, cfg);
+    redis::request req;
+    for (int i = 0; i < 30; ++i)
+        req.push("SET", "named:" + std::to_string(i), "v");
+    redis::response resp;
+    BOOST_TEST(!exec(io, c, req, resp));
+    BOOST_TEST(c.master_count() == 3u);
+    BOOST_TEST_REQUIRE(resp.size() == 30u);
+    BOOST_TEST(resp[29].as_string() == "OK");
+}
+
 BOOST_AUTO_TEST_CASE(array_replies_keep_their_order) {
     auto& f = servers();
     net::io_context io;

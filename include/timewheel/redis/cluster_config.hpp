@@ -29,7 +29,7 @@ struct cluster_config {
     /// reconnection. Its host and port are the first seed (unix_socket is not used).
     config node;
 
-    /// More seeds, as (IP address, port), asked for the slot map when the nodes already
+    /// More seeds, as (host, port), asked for the slot map when the nodes already
     /// known cannot answer.
     std::vector<std::pair<std::string, std::uint16_t>> seeds;
 

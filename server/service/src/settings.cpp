@@ -143,7 +143,7 @@ const std::vector<option>& options() {
          "`redis+sentinel://host:port[,host:port...][/queue]?master=NAME` (the "
          "master asked from those Sentinels on every connect), or "
          "`redis+cluster://[user:password@]host[:port][,host[:port]...][/queue]` for a "
-         "Redis Cluster (the hosts are seeds, resolved at start: one that answers is "
+         "Redis Cluster (the hosts are seeds: one that answers is "
          "enough); `redis://` and `redis+sentinel://` take `?wait=N[&wait_timeout_ms=T]` "
          "to answer writes only once N replicas have them (docs/server.md, \"Operating "
          "with Redis\")",

@@ -2,10 +2,9 @@
 // server/service/src/store.cpp
 //
 // A store URL to a dq::store: the scheme picks the store, Redis URLs are parsed here once (a
-// host name of redis:// and redis+sentinel:// is kept as a name: the client resolves it on
-// every connect, so that a DNS failover is followed; a cluster's seeds are resolved at start,
-// since the slot map names its nodes by address), and an SQLite file is opened once and
-// shared by the threads.
+// host name, of a server, a Sentinel or a cluster's seed, is kept as a name: the client
+// resolves it on every connect, so that a DNS failover is followed), and an SQLite file is
+// opened once and shared by the threads.
 //
 #include <timewheeld/service/store.hpp>
 
@@ -188,7 +187,7 @@ redis_location parse_redis(std::string_view rest, redis_kind kind, const store_o
                         : "--store: an empty seed in '" + std::string(authority) + "'");
             }
             auto hp = parse_host_port(one, 6379, scheme);
-            seeds.emplace_back(resolve(hp.host), hp.port);
+            seeds.emplace_back(std::move(hp.host), hp.port);
             if (comma == std::string_view::npos) {
                 break;
             }

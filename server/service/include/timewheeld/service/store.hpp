@@ -17,10 +17,11 @@
 //                                                 Sentinels (port 26379) on every connect
 //   redis+cluster://[user:password@]host[:port][,host[:port]...][/queue][?wait=...]
 //                                                 dq::redis_store on a Redis Cluster: the
-//                                                 hosts are seeds (resolved at start; one
-//                                                 that answers is enough), the masters come
-//                                                 from the slot map; one redis::cluster per
-//                                                 thread (wait= is refused: see
+//                                                 hosts are seeds (names resolved on every
+//                                                 connect; one that answers is enough), the
+//                                                 masters come from the slot map; one
+//                                                 redis::cluster per thread (wait= is
+//                                                 refused: see
 //                                                 dq::redis_store_options::wait_replicas)
 //   wait=N: every write is followed by WAIT N T (T 1000 ms by default); fewer than N
 //   replicas acknowledging fails it with dq::error::not_replicated (503)
