@@ -47,8 +47,10 @@ class timewheelRecipe(ConanFile):
 
     # Sources are located in the same place as this recipe, copy them to the recipe
     # (docs/openapi.json: timewheeld compiles its OpenAPI document in, server/api/CMakeLists.txt)
+    # packaging/: the root CMakeLists adds it with timewheeld (the .deb's files, an install
+    # component of their own that Conan's install leaves out).
     exports_sources = ("CMakeLists.txt", "LICENSE", "src/*", "include/*", "cmake/*", "server/*",
-                       "docs/openapi.json")
+                       "packaging/*", "docs/openapi.json")
 
     def set_version(self):
         # One source of truth: project(timewheel VERSION x.y.z ...) in CMakeLists.txt.
