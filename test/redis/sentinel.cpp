@@ -6,7 +6,7 @@
 // is tested is what a real Sentinel never sends: silence, a flood, a reply of the wrong
 // type, a port out of range, a replica's address. The servers they point at are real
 // redis-servers. A real Sentinel group, and a real failover, are in
-// test/failover/sentinel_failover.py.
+// test/redis_ha/sentinel_failover.py.
 //
 
 #include <timewheel/redis/connection.hpp>

@@ -1,7 +1,7 @@
 #
 # test/support/redis_cluster.py
 #
-# A real Redis Cluster on 127.0.0.1 for the tests of timewheeld on a cluster (test/cluster/) and
+# A real Redis Cluster on 127.0.0.1 for the tests of timewheeld on a cluster (test/redis_ha/) and
 # for scripts/bench-server.sh: redis-server --cluster-enabled yes per node in a temporary
 # directory, `redis-cli --cluster create` (with replicas if asked), and what the tests ask of
 # it (which node is a master, its key count, its CPU, killing one by PID). A small

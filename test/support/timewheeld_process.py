@@ -1,7 +1,7 @@
 #
 # test/support/timewheeld_process.py
 #
-# What the Python tests of timewheeld share (test/browser/, test/monitoring/, test/cluster/):
+# What the Python tests of timewheeld share (test/browser/, test/monitoring/, test/redis_ha/):
 # the built binary started on a store of its own (SQLite in a temporary directory, a
 # redis-server of its own on 127.0.0.1, or a store URL the test made, such as a cluster's),
 # its port read from --port-file, requests to it, and checks that fail naming what was wrong.

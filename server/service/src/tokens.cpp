@@ -8,6 +8,7 @@
 
 #include <openssl/sha.h>
 
+#include <charconv>
 #include <fstream>
 #include <sstream>
 #include <stdexcept>
@@ -29,31 +30,17 @@ std::optional<scope> scope_of(std::string_view word) {
     return std::nullopt;
 }
 
-int hex_value(char c) {
-    if (c >= '0' && c <= '9') {
-        return c - '0';
-    }
-    if (c >= 'a' && c <= 'f') {
-        return c - 'a' + 10;
-    }
-    if (c >= 'A' && c <= 'F') {
-        return c - 'A' + 10;
-    }
-    return -1;
-}
-
 std::optional<sha256_digest> digest_of(std::string_view hex) {
     sha256_digest d{};
     if (hex.size() != 2 * d.size()) {
         return std::nullopt;
     }
     for (std::size_t i = 0; i < d.size(); ++i) {
-        const int hi = hex_value(hex[2 * i]);
-        const int lo = hex_value(hex[2 * i + 1]);
-        if (hi < 0 || lo < 0) {
+        const char* first = hex.data() + 2 * i;
+        const auto [end, ec] = std::from_chars(first, first + 2, d[i], 16);
+        if (ec != std::errc() || end != first + 2) {
             return std::nullopt;
         }
-        d[i] = static_cast<unsigned char>(hi * 16 + lo);
     }
     return d;
 }

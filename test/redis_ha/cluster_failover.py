@@ -1,5 +1,5 @@
 #
-# test/cluster/failover.py
+# test/redis_ha/cluster_failover.py
 #
 # A master of the store's Redis Cluster killed (-9) under load, through timewheeld: a producer
 # submits tasks all the time (due 1 s later) and their callbacks arrive while one master
@@ -12,22 +12,19 @@
 # called twice, the longest answer, and the lateness of the callbacks due during the failover.
 # Skipped (77) without redis-server or redis-cli.
 #
-#   python3 test/cluster/failover.py --timewheeld build/server/timewheeld
+#   python3 test/redis_ha/cluster_failover.py --timewheeld build/server/timewheeld
 
-import argparse
 import http.client
 import json
 import os
-import shutil
 import sys
-import tempfile
 import threading
 import time
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), '..', 'support'))
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from redis_cluster import RedisCluster  # noqa: E402
-from receiver import Receiver  # noqa: E402
+from receiver import Receiver, main  # noqa: E402
 from timewheeld_process import Failed, Service, check, wait_for  # noqa: E402
 
 TOKEN = 'failover-token'
@@ -145,21 +142,5 @@ def run(binary, tmp):
         cluster.close()
 
 
-def main():
-    ap = argparse.ArgumentParser()
-    ap.add_argument('--timewheeld', required=True)
-    args = ap.parse_args()
-    if not (shutil.which('redis-server') and shutil.which('redis-cli')):
-        print('redis-server or redis-cli not found: skipped')
-        sys.exit(77)
-    tmp = tempfile.mkdtemp(prefix='timewheel-failover-')
-    try:
-        run(args.timewheeld, tmp)
-    except Failed as e:
-        print(f'FAILED: {e} (logs in {tmp})')
-        sys.exit(1)
-    shutil.rmtree(tmp, ignore_errors=True)
-
-
 if __name__ == '__main__':
-    main()
+    main(run, 'timewheel-failover-')

@@ -1,14 +1,23 @@
 #
-# test/cluster/receiver.py
+# test/redis_ha/receiver.py
 #
-# The callbacks' receiver of the cluster tests (service_on_cluster.py, failover.py), on
-# 127.0.0.1: it records every call (task id from Idempotency-Key, attempt, when) and answers by
-# path: /ok 200, /fails-once 400 then 200 (a task that dies, then succeeds when retried from the
-# dead letters), /later 202 (the result is reported with POST /v1/tasks/{id}/result).
+# What the tests of timewheeld on Redis Cluster and Sentinel share: the callbacks' receiver on
+# 127.0.0.1, which records every call (task id from Idempotency-Key, attempt, when) and
+# answers by path: /ok 200, /fails-once 400 then 200 (a task that dies, then succeeds when
+# retried from the dead letters), /later 202 (the result is reported with POST
+# /v1/tasks/{id}/result); and the main of a test that runs once in a temporary directory.
 
+import argparse
 import http.server
+import os
+import shutil
+import sys
+import tempfile
 import threading
 import time
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), '..', 'support'))
+from timewheeld_process import Failed  # noqa: E402
 
 
 class Receiver:
@@ -56,3 +65,21 @@ class Receiver:
     def close(self):
         self.server.shutdown()
         self.server.server_close()
+
+
+def main(run, prefix):
+    """Runs run(timewheeld, tmp): exit 77 without redis-server or redis-cli, 1 (the logs kept
+    in tmp) when a check failed."""
+    ap = argparse.ArgumentParser()
+    ap.add_argument('--timewheeld', required=True)
+    args = ap.parse_args()
+    if not (shutil.which('redis-server') and shutil.which('redis-cli')):
+        print('redis-server or redis-cli not found: skipped')
+        sys.exit(77)
+    tmp = tempfile.mkdtemp(prefix=prefix)
+    try:
+        run(args.timewheeld, tmp)
+    except Failed as e:
+        print(f'FAILED: {e} (logs in {tmp})')
+        sys.exit(1)
+    shutil.rmtree(tmp, ignore_errors=True)

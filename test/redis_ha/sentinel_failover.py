@@ -1,11 +1,11 @@
 #!/usr/bin/env python3
 #
-# test/failover/sentinel_failover.py
+# test/redis_ha/sentinel_failover.py
 #
 # timewheeld on redis+sentinel:// while its master dies: a Sentinel group on 127.0.0.1
 # (test/support/redis_sentinel.py: a master, a replica, three Sentinels, quorum 2, a master
 # down after 1 s), timewheeld with --store redis+sentinel://..., four producer threads
-# POSTing tasks due 300 ms later, and a receiver counting the callbacks. Twice: without
+# POSTing tasks due 300 ms later, and a receiver counting the callbacks (receiver.py). Twice: without
 # WAIT (the default) and with ?wait=1. Each run:
 #
 #   1. Cost: the first 400 POSTs (--measure N), before anything fails: p50, p99 and
@@ -27,9 +27,7 @@
 # Usage: sentinel_failover.py --timewheeld BUILD/server/timewheeld
 
 import argparse
-import collections
 import http.client
-import http.server
 import json
 import os
 import shutil
@@ -37,47 +35,17 @@ import sys
 import tempfile
 import threading
 import time
-import urllib.parse
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), '..', 'support'))
 from timewheeld_process import Failed, Service, check, wait_for  # noqa: E402
 from redis_sentinel import SentinelGroup  # noqa: E402
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from receiver import Receiver  # noqa: E402
 
 SKIP = 77
 TOKEN = 'failover-test-token'
 MEASURED = 400  # --measure
 AFTER = 200
-
-
-class Receiver:
-    """Answers every callback 200 at once and counts them by task id (in the URL)."""
-
-    def __init__(self):
-        self.fired = collections.Counter()
-        self.lock = threading.Lock()
-        outer = self
-
-        class Handler(http.server.BaseHTTPRequestHandler):
-            def log_message(self, *args):
-                pass
-
-            def do_POST(self):
-                self.rfile.read(int(self.headers.get('Content-Length') or 0))
-                task = urllib.parse.parse_qs(urllib.parse.urlparse(self.path).query)['id'][0]
-                with outer.lock:
-                    outer.fired[task] += 1
-                self.send_response(200)
-                self.send_header('Content-Length', '0')
-                self.end_headers()
-
-        self.server = http.server.ThreadingHTTPServer(('127.0.0.1', 0), Handler)
-        self.url = f'http://127.0.0.1:{self.server.server_address[1]}/cb'
-        self.thread = threading.Thread(target=self.server.serve_forever, daemon=True)
-        self.thread.start()
-
-    def close(self):
-        self.server.shutdown()
-        self.server.server_close()
 
 
 class Producers:
@@ -100,7 +68,7 @@ class Producers:
                 task = f'{self.prefix}-{worker}-{n}'
                 n += 1
                 body = json.dumps({'id': task, 'delay_ms': 300,
-                                   'callback': {'url': f'{self.rx.url}?id={task}'}}).encode()
+                                   'callback': {'url': self.rx.url('/ok')}}).encode()
                 started = time.monotonic()
                 conn = http.client.HTTPConnection('127.0.0.1', self.svc.port, timeout=20)
                 try:
@@ -187,8 +155,8 @@ def run(binary, tmp, wait):
         lost = set()
 
         def settled():
-            with rx.lock:
-                pending = [t for t in acknowledged if t not in rx.fired and t not in lost]
+            fired = rx.snapshot()
+            pending = [t for t in acknowledged if t not in fired and t not in lost]
             for t in pending[:200]:
                 status, _, _ = svc.raw('GET', f'/v1/tasks/{t}', headers={'Authorization': f'Bearer {TOKEN}'})
                 if status == 404:
@@ -196,8 +164,8 @@ def run(binary, tmp, wait):
             return not pending
 
         wait_for(settled, f'every task answered 201 to fire or be found gone ({mode})', 120)
-        with rx.lock:
-            duplicates = sum(1 for t in acknowledged if rx.fired[t] > 1)
+        calls = rx.snapshot()
+        duplicates = sum(1 for t in acknowledged if len(calls.get(t, ())) > 1)
         print(f'outcome {mode}: {len(acknowledged)} tasks answered 201, {len(lost)} lost, '
               f'{duplicates} fired more than once')
         if wait:

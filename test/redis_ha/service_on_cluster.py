@@ -1,5 +1,5 @@
 #
-# test/cluster/service_on_cluster.py
+# test/redis_ha/service_on_cluster.py
 #
 # timewheeld on a real Redis Cluster (3 masters, 3 replicas, on 127.0.0.1) through its API, as
 # a user runs it: `--store redis+cluster://seed,seed/queue`. The store's shards are spread
@@ -11,19 +11,16 @@
 # cluster's pub/sub), the listing, the stats, /readyz and /metrics. Skipped (77) without
 # redis-server or redis-cli.
 #
-#   python3 test/cluster/service_on_cluster.py --timewheeld build/server/timewheeld
+#   python3 test/redis_ha/service_on_cluster.py --timewheeld build/server/timewheeld
 
-import argparse
 import os
-import shutil
 import sys
-import tempfile
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), '..', 'support'))
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from redis_cluster import RedisCluster  # noqa: E402
-from receiver import Receiver  # noqa: E402
-from timewheeld_process import Failed, Service, check, wait_for  # noqa: E402
+from receiver import Receiver, main  # noqa: E402
+from timewheeld_process import Service, check, wait_for  # noqa: E402
 
 TOKEN = 'cluster-token'
 TASKS = 300
@@ -108,21 +105,5 @@ def run(binary, tmp):
         cluster.close()
 
 
-def main():
-    ap = argparse.ArgumentParser()
-    ap.add_argument('--timewheeld', required=True)
-    args = ap.parse_args()
-    if not (shutil.which('redis-server') and shutil.which('redis-cli')):
-        print('redis-server or redis-cli not found: skipped')
-        sys.exit(77)
-    tmp = tempfile.mkdtemp(prefix='timewheel-cluster-')
-    try:
-        run(args.timewheeld, tmp)
-    except Failed as e:
-        print(f'FAILED: {e} (logs in {tmp})')
-        sys.exit(1)
-    shutil.rmtree(tmp, ignore_errors=True)
-
-
 if __name__ == '__main__':
-    main()
+    main(run, 'timewheel-cluster-')
