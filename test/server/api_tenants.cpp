@@ -128,6 +128,29 @@ BOOST_AUTO_TEST_CASE(a_bad_line_is_refused_naming_its_number_and_never_the_token
     BOOST_CHECK_THROW(service::token_set::read_file("/nonexistent/tokens"), std::invalid_argument);
 }
 
+BOOST_AUTO_TEST_CASE(a_tokens_file_is_a_regular_file_of_at_most_a_mebibyte) {
+    const auto refused = [](const std::string& path, const std::string& expected) {
+        try {
+            service::token_set::read_file(path);
+        } catch (const std::invalid_argument& e) {
+            BOOST_TEST(std::string(e.what()).find(expected) != std::string::npos, e.what());
+            return;
+        }
+        BOOST_ERROR("accepted: " << path);
+    };
+    ts::temp_dir dir;
+    // A device would be read without end, a FIFO would block the API's thread.
+    refused("/dev/zero", "not a regular file");
+    refused(dir.path().string(), "not a regular file");
+    // Comments count: the bound is on what is read, not on the tokens.
+    const auto big = dir.file("big");
+    std::ofstream(big) << line("read", "r1") << std::string(1 << 20, '#');
+    refused(big, "larger than 1 MiB");
+    const auto fits = dir.file("fits");
+    std::ofstream(fits) << line("read", "r1") << "#" << std::string((1 << 20) - 200, 'x') << "\n";
+    BOOST_TEST(service::token_set::read_file(fits).entries().size() == 1u);
+}
+
 BOOST_AUTO_TEST_SUITE_END()
 
 BOOST_AUTO_TEST_SUITE(scopes, *boost::unit_test::precondition(ts::redis_available()))

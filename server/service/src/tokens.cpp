@@ -9,9 +9,10 @@
 #include <openssl/sha.h>
 
 #include <charconv>
+#include <filesystem>
 #include <fstream>
-#include <sstream>
 #include <stdexcept>
+#include <system_error>
 
 namespace timewheeld::service {
 
@@ -128,14 +129,27 @@ token_set token_set::parse(std::string_view text) {
 }
 
 token_set token_set::read_file(const std::string& path) {
+    // Read on the API's first thread, again at every change: a FIFO or a device (a typo,
+    // /dev/zero) would block it or grow without end, so only a regular file, and a bounded one
+    // (a line is under 100 bytes: 1 MiB is some 10,000 tokens).
+    constexpr std::size_t max_bytes = 1 << 20;
+    std::error_code ec;
+    if (!std::filesystem::is_regular_file(path, ec)) {
+        throw std::invalid_argument("--tokens-file: cannot read '" + path + "'" +
+                                    (ec ? ": " + ec.message() : ": not a regular file"));
+    }
     std::ifstream in(path, std::ios::binary);
-    if (!in) {
+    std::string text(max_bytes + 1, '\0');
+    in.read(text.data(), static_cast<std::streamsize>(text.size()));
+    if (in.bad() || (!in && !in.eof())) {
         throw std::invalid_argument("--tokens-file: cannot read '" + path + "'");
     }
-    std::ostringstream text;
-    text << in.rdbuf();
+    if (static_cast<std::size_t>(in.gcount()) > max_bytes) {
+        throw std::invalid_argument("--tokens-file '" + path + "': larger than 1 MiB");
+    }
+    text.resize(static_cast<std::size_t>(in.gcount()));
     try {
-        return parse(text.str());
+        return parse(text);
     } catch (const std::invalid_argument& e) {
         throw std::invalid_argument("--tokens-file '" + path + "': " + e.what());
     }
