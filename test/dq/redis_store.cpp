@@ -412,17 +412,17 @@ BOOST_AUTO_TEST_CASE(the_submits_of_one_turn_go_as_one_call_a_shard_each_answere
         BOOST_TEST((r == (i == 10 ? dq::submit_result::exists : dq::submit_result::created)));
     }
     const auto stats = server().command(resp_command({"INFO", "commandstats"}));
-    BOOST_TEST(stats.find("cmdstat_evalsha:calls=1,") != std::string::npos, stats);
+    BOOST_TEST(stats.find("cmdstat_fcall:calls=1,") != std::string::npos, stats);
     BOOST_TEST(f.status_ok("t19").state == dq::task_state::delayed);
 }
 
 namespace {
 
-// Redis's own figures for EVALSHA since the last CONFIG RESETSTAT: calls, and microseconds
-// spent in them (INFO commandstats: "cmdstat_evalsha:calls=8,usec=5723,...").
-std::pair<long long, long long> evalsha_stats() {
+// Redis's own figures for FCALL since the last CONFIG RESETSTAT: calls, and microseconds
+// spent in them (INFO commandstats: "cmdstat_fcall:calls=8,usec=5723,...").
+std::pair<long long, long long> fcall_stats() {
     const auto stats = server().command(resp_command({"INFO", "commandstats"}));
-    const auto at = stats.find("cmdstat_evalsha:");
+    const auto at = stats.find("cmdstat_fcall:");
     if (at == std::string::npos) {
         return {0, 0};
     }
@@ -460,7 +460,7 @@ BOOST_AUTO_TEST_CASE(submit_many_sends_one_call_per_shard_and_128_tasks) {
         for (auto& t : batch("single-" + tag + "-", now + ahead)) {
             BOOST_REQUIRE(!std::get<0>(f.submit(std::move(t))));
         }
-        const auto [single_calls, single_usec] = evalsha_stats();
+        const auto [single_calls, single_usec] = fcall_stats();
         BOOST_TEST(single_calls == n);
         // The same in one submit_many.
         server().command(resp_command({"CONFIG", "RESETSTAT"}));
@@ -474,13 +474,13 @@ BOOST_AUTO_TEST_CASE(submit_many_sends_one_call_per_shard_and_128_tasks) {
         BOOST_TEST(std::all_of(out.begin(), out.end(), [](const auto& o) {
             return !o.ec && o.result == dq::submit_result::created;
         }));
-        const auto [many_calls, many_usec] = evalsha_stats();
+        const auto [many_calls, many_usec] = fcall_stats();
         long long expected_calls = 0;
         for (const int k : per_shard) {
             expected_calls += (k + 127) / 128;
         }
         BOOST_TEST(many_calls == expected_calls);
-        BOOST_TEST_MESSAGE("Redis EVALSHA time per task, due in "
+        BOOST_TEST_MESSAGE("Redis FCALL time per task, due in "
                            << ahead.count() << " ms: 1000 single submits "
                            << double(single_usec) / n << " us (" << single_calls
                            << " calls), one submit_many " << double(many_usec) / n << " us ("
