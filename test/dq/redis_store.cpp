@@ -572,8 +572,8 @@ BOOST_AUTO_TEST_CASE(redis_out_of_memory_fails_the_submit_and_writes_nothing) {
     std::vector<dq::ack> acks;
     for (const auto& t : claimed.tasks) {
         leases.push_back({t.id, t.token});
-        acks.push_back({{t.id, t.token}, dq::outcome::success(), claimed.server_time,
-                        claimed.server_time});
+        acks.push_back(
+            {{t.id, t.token}, dq::outcome::success(), claimed.server_time, claimed.server_time});
     }
     auto [sec, started] = timewheel::test::call<std::vector<dq::start_result>>(
         io, [&](auto h) { store.start(leases, std::move(h)); });
@@ -696,9 +696,9 @@ BOOST_AUTO_TEST_CASE(a_redis_without_functions_gets_a_clear_error) {
                 }
                 pos = p;
                 const bool v7 = name == "FUNCTION" || name == "FCALL" || name == "FCALL_RO";
-                const auto reply = v7 ? "-ERR unknown command `" + name +
-                                            "`, with args beginning with: \r\n"
-                                      : std::string("+OK\r\n");
+                const auto reply =
+                    v7 ? "-ERR unknown command `" + name + "`, with args beginning with: \r\n"
+                       : std::string("+OK\r\n");
                 net::write(s, net::buffer(reply), ec);
             }
         }
