@@ -11,7 +11,7 @@
 # to about a tenth: compare builds over two runs each.
 #
 # Each count is the difference of two runs (N and N/5 tasks), so that Redis's start, the
-# first EVAL of each script (NOSCRIPT, then EVAL with the body: SHA1 of 20 KB) and
+# FUNCTION LOAD of the store's library (once per connection) and
 # store_ceiling's setup cancel out. Four redis-servers under callgrind, two at a time; about
 # 2 minutes for N = 10,000.
 #

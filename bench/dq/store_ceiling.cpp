@@ -8,7 +8,7 @@
 //            INFO memory used_memory before and after, divided by N.
 //   submit   the same submits: tasks per second of wall time (one client, `--inflight`
 //            submits outstanding), and tasks per second of the scripts' own time (INFO
-//            commandstats, evalsha + eval usec: what a Redis core could do if the client
+//            commandstats, fcall + evalsha + eval usec: what a Redis core could do if the client
 //            were free). The scripts' ceiling is the figure to compare layouts by.
 //   cycle    M tasks due now, then claim (batch B) -> start -> acknowledge(success) loops
 //            until all are done, `--inflight` loops at once: tasks per second of wall time
@@ -162,7 +162,7 @@ public:
     long long script_usec() {
         const auto text = run({"INFO", "commandstats"});
         long long total = 0;
-        for (const std::string cmd : {"cmdstat_evalsha:", "cmdstat_eval:"}) {
+        for (const std::string cmd : {"cmdstat_fcall:", "cmdstat_evalsha:", "cmdstat_eval:"}) {
             const auto at = text.find(cmd);
             if (at == std::string::npos) {
                 continue;

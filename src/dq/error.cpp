@@ -69,6 +69,9 @@ public:
         case error::not_replicated:
             return "the write was not acknowledged by enough replicas in time (WAIT): it may be "
                    "lost if the master fails";
+        case error::store_too_old:
+            return "the store's server is too old: dq::redis_store needs Redis 7.0 or later "
+                   "(Redis Functions: FUNCTION LOAD and FCALL)";
         }
         return "unknown timewheel.dq error " + std::to_string(ev);
     }

@@ -116,7 +116,8 @@ bool parse_cluster_slots(reply r, std::string const& asked_host,
 
 struct cluster_impl::command_state {
     cluster_command command;
-    script const* script_ = nullptr;
+    script const* script_ = nullptr;   // EVALSHA's, for EVAL after NOSCRIPT
+    library const* library_ = nullptr; // FCALL's, loaded by the node's connection
     std::uint16_t node = 0;
     bool asking = false;
     bool done = false;
@@ -304,8 +305,10 @@ net::awaitable<error_code> cluster_impl::run(request const& req, response& resp,
             co_return net::error::invalid_argument;
         pos = c.command.end;
     }
-    for (auto const& call : req.script_calls())
+    for (auto const& call : req.script_calls()) {
         commands[call.command].script_ = call.script;
+        commands[call.command].library_ = call.library;
+    }
 
     if (masters_.empty()) {
         if (auto ec = co_await refresh())
@@ -373,13 +376,16 @@ net::awaitable<error_code> cluster_impl::run(request const& req, response& resp,
                     auto const args = std::span(c.command.args);
                     std::size_t nkeys = 0;
                     bool const script_call =
-                        c.script_ != nullptr && args.size() >= 3 &&
+                        (c.script_ != nullptr || c.library_ != nullptr) && args.size() >= 3 &&
                         std::from_chars(args[2].data(), args[2].data() + args[2].size(), nkeys)
                                 .ec == std::errc{} &&
                         nkeys <= args.size() - 3;
-                    if (script_call) // keeps the script, for EVAL after NOSCRIPT
+                    if (script_call && c.script_) // keeps the script, for EVAL after NOSCRIPT
                         a->req.push_script_range(*c.script_, args.subspan(3, nkeys),
                                                  args.subspan(3 + nkeys));
+                    else if (script_call) // keeps the library, loaded ahead of the call
+                        a->req.push_fcall_range(*c.library_, args[1], args.subspan(3, nkeys),
+                                                args.subspan(3 + nkeys));
                     else // as given; a bad numkeys gets the server's error
                         a->req.push_range(args[0], args.subspan(1));
                 }

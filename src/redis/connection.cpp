@@ -3,6 +3,7 @@
 //
 // The connection's machinery: connect and handshake, the write of coalesced requests, the
 // read loop feeding hiredis, replies built straight into the responses, NOSCRIPT resends,
+// function libraries loaded ahead of their first FCALL,
 // timeouts, the health check, and reconnection with backoff; before each connect, the
 // Sentinels asked for the master and a host name resolved.
 //
@@ -376,6 +377,7 @@ void connection_impl::on_connected(boost::system::error_code ec, std::uint64_t g
     }
     reset_reader();
     last_activity_ = clock::now();
+    libraries_.clear(); // a new connection may reach another server (a failover, a restart)
     start_read();
 
     auto& hs = handshake_op_.req;
@@ -517,12 +519,17 @@ void connection_impl::on_reply() {
             const std::size_t command = op->received_;
             const auto& calls = op->req_->script_calls();
             if (op->next_script_ < calls.size() && calls[op->next_script_].command == command) {
+                const auto& call = calls[op->next_script_];
                 ++op->next_script_;
                 const auto& root = resp.nodes_[resp.roots_.back()];
-                if (root.type == reply_type::error && std::string_view(resp.data_)
-                                                          .substr(root.offset, root.length)
-                                                          .starts_with("NOSCRIPT")) {
-                    op->retry_commands_.push_back(command);
+                if (root.type == reply_type::error) {
+                    const auto text = std::string_view(resp.data_).substr(root.offset, root.length);
+                    if (call.script && text.starts_with("NOSCRIPT")) {
+                        op->retry_commands_.push_back(command);
+                    } else if (call.library && text.starts_with("ERR Function not found")) {
+                        op->retry_commands_.push_back(command);
+                        forget_library(call.library, op->seq_);
+                    }
                 }
             }
         } else {
@@ -542,13 +549,21 @@ void connection_impl::on_reply() {
 
 void connection_impl::finish_op(op_base& op) {
     if (!op.retrying_ && !op.retry_commands_.empty()) {
-        // Resend each EVALSHA answered NOSCRIPT as EVAL <body>, with the same arguments.
+        // Resend each EVALSHA answered NOSCRIPT as EVAL <body>, with the same arguments, and
+        // each FCALL answered "Function not found" as it was (start_write loads the library
+        // ahead of it).
         op.retry_payload_.clear();
         const auto payload = op.req_->payload();
         for (std::size_t command : op.retry_commands_) {
             const auto& calls = op.req_->script_calls();
             const auto& call = *std::find_if(calls.begin(), calls.end(),
                                              [&](const auto& c) { return c.command == command; });
+            if (call.library) {
+                op.retry_payload_.append(payload.substr(call.begin, call.end - call.begin));
+                ++stats_.function_retries;
+                continue;
+            }
+            ++stats_.noscript_retries;
             const auto header_end = payload.find("\r\n", call.begin) + 2;
             op.retry_payload_.append(payload.substr(call.begin, header_end - call.begin));
             op.retry_payload_.append("$4\r\nEVAL\r\n$");
@@ -558,7 +573,6 @@ void connection_impl::finish_op(op_base& op) {
             op.retry_payload_.append("\r\n");
             op.retry_payload_.append(payload.substr(call.rest, call.end - call.rest));
         }
-        stats_.noscript_retries += op.retry_commands_.size();
         op.retrying_ = true;
         op.replies_ = op.retry_commands_.size();
         op.received_ = 0;
@@ -583,6 +597,7 @@ void connection_impl::start_write() {
             break;
         }
         pending_.pop_front();
+        load_libraries(op);
         const std::string_view payload = op.retrying_ ? op.retry_payload_ : op.req_->payload();
         write_buffer_.append(payload.data(), payload.size());
         ++stats_.requests_written;
@@ -823,6 +838,37 @@ void connection_impl::ring_push(op_base* op, std::size_t replies) {
     }
     ring_at(ring_size_) = {op, replies};
     ++ring_size_;
+}
+
+void connection_impl::load_libraries(const op_base& op) {
+    for (const auto& call : op.req_->script_calls()) {
+        if (!call.library || std::any_of(libraries_.begin(), libraries_.end(),
+                                         [&](const auto& l) { return l.first == call.library; })) {
+            continue;
+        }
+        // Ahead of the op in the same write: the connection's commands run in order, so
+        // every FCALL behind it finds the library. Its reply is dropped: "already exists"
+        // (another connection, or another program of the same version, loaded it) is the
+        // common answer, and a real failure (no FUNCTION before Redis 7.0, OOM, a Lua error)
+        // shows in the FCALL's own reply, "Function not found" or "unknown command".
+        const auto& body = call.library->body();
+        write_buffer_.append("*3\r\n$8\r\nFUNCTION\r\n$4\r\nLOAD\r\n$");
+        write_buffer_.append(std::to_string(body.size()));
+        write_buffer_.append("\r\n");
+        write_buffer_.append(body);
+        write_buffer_.append("\r\n");
+        libraries_.emplace_back(call.library, ring_head_seq_ + ring_size_);
+        ring_push(nullptr, 1);
+        ++stats_.function_loads;
+    }
+}
+
+void connection_impl::forget_library(const redis::library* lib, std::uint64_t seq) {
+    const auto it = std::find_if(libraries_.begin(), libraries_.end(),
+                                 [&](const auto& l) { return l.first == lib; });
+    if (it != libraries_.end() && it->second < seq) {
+        libraries_.erase(it);
+    }
 }
 
 void connection_impl::ring_pop() noexcept {

@@ -19,8 +19,10 @@ BOOST_AUTO_TEST_CASE(codes_carry_the_category_and_a_message_naming_the_fault) {
     BOOST_TEST(ec.message().find("payload") != std::string::npos);
     BOOST_TEST(ec != boost::system::error_code(dq::error::id_too_long));
     for (int v = static_cast<int>(dq::error::empty_id);
-         v <= static_cast<int>(dq::error::store_timeout); ++v) {
+         v <= static_cast<int>(dq::error::store_too_old); ++v) {
         BOOST_TEST(dq::error_category().message(v).find("unknown") == std::string::npos);
     }
     BOOST_TEST(dq::error_category().message(999).find("unknown") != std::string::npos);
+    BOOST_TEST(boost::system::error_code(dq::error::store_too_old).message().find("Redis 7.0") !=
+               std::string::npos);
 }

@@ -18,6 +18,8 @@
 #include <timewheel/redis/error.hpp>
 
 #include <boost/asio/io_context.hpp>
+#include <boost/asio/ip/tcp.hpp>
+#include <boost/asio/write.hpp>
 
 #include <algorithm>
 #include <chrono>
@@ -412,17 +414,17 @@ BOOST_AUTO_TEST_CASE(the_submits_of_one_turn_go_as_one_call_a_shard_each_answere
         BOOST_TEST((r == (i == 10 ? dq::submit_result::exists : dq::submit_result::created)));
     }
     const auto stats = server().command(resp_command({"INFO", "commandstats"}));
-    BOOST_TEST(stats.find("cmdstat_evalsha:calls=1,") != std::string::npos, stats);
+    BOOST_TEST(stats.find("cmdstat_fcall:calls=1,") != std::string::npos, stats);
     BOOST_TEST(f.status_ok("t19").state == dq::task_state::delayed);
 }
 
 namespace {
 
-// Redis's own figures for EVALSHA since the last CONFIG RESETSTAT: calls, and microseconds
-// spent in them (INFO commandstats: "cmdstat_evalsha:calls=8,usec=5723,...").
-std::pair<long long, long long> evalsha_stats() {
+// Redis's own figures for FCALL since the last CONFIG RESETSTAT: calls, and microseconds
+// spent in them (INFO commandstats: "cmdstat_fcall:calls=8,usec=5723,...").
+std::pair<long long, long long> fcall_stats() {
     const auto stats = server().command(resp_command({"INFO", "commandstats"}));
-    const auto at = stats.find("cmdstat_evalsha:");
+    const auto at = stats.find("cmdstat_fcall:");
     if (at == std::string::npos) {
         return {0, 0};
     }
@@ -460,7 +462,7 @@ BOOST_AUTO_TEST_CASE(submit_many_sends_one_call_per_shard_and_128_tasks) {
         for (auto& t : batch("single-" + tag + "-", now + ahead)) {
             BOOST_REQUIRE(!std::get<0>(f.submit(std::move(t))));
         }
-        const auto [single_calls, single_usec] = evalsha_stats();
+        const auto [single_calls, single_usec] = fcall_stats();
         BOOST_TEST(single_calls == n);
         // The same in one submit_many.
         server().command(resp_command({"CONFIG", "RESETSTAT"}));
@@ -474,13 +476,13 @@ BOOST_AUTO_TEST_CASE(submit_many_sends_one_call_per_shard_and_128_tasks) {
         BOOST_TEST(std::all_of(out.begin(), out.end(), [](const auto& o) {
             return !o.ec && o.result == dq::submit_result::created;
         }));
-        const auto [many_calls, many_usec] = evalsha_stats();
+        const auto [many_calls, many_usec] = fcall_stats();
         long long expected_calls = 0;
         for (const int k : per_shard) {
             expected_calls += (k + 127) / 128;
         }
         BOOST_TEST(many_calls == expected_calls);
-        BOOST_TEST_MESSAGE("Redis EVALSHA time per task, due in "
+        BOOST_TEST_MESSAGE("Redis FCALL time per task, due in "
                            << ahead.count() << " ms: 1000 single submits "
                            << double(single_usec) / n << " us (" << single_calls
                            << " calls), one submit_many " << double(many_usec) / n << " us ("
@@ -558,6 +560,163 @@ BOOST_AUTO_TEST_CASE(redis_out_of_memory_fails_the_submit_and_writes_nothing) {
         io, [&](auto h) { store.cancel("k0", std::move(h)); });
     BOOST_TEST(!cec, cec.message());
     BOOST_TEST((cr == dq::cancel_result::cancelled));
+    // So do a claim, its start and its acknowledgement (functions flagged allow-oom: a worker
+    // drains a full Redis), and the reads (no-writes).
+    dq::claim_options co;
+    co.batch = 5;
+    auto [clec, claimed] =
+        timewheel::test::call<dq::claim_result>(io, [&](auto h) { store.claim(co, std::move(h)); });
+    BOOST_TEST(!clec, clec.message());
+    BOOST_TEST(claimed.tasks.size() == 5u);
+    std::vector<dq::lease_ref> leases;
+    std::vector<dq::ack> acks;
+    for (const auto& t : claimed.tasks) {
+        leases.push_back({t.id, t.token});
+        acks.push_back(
+            {{t.id, t.token}, dq::outcome::success(), claimed.server_time, claimed.server_time});
+    }
+    auto [sec, started] = timewheel::test::call<std::vector<dq::start_result>>(
+        io, [&](auto h) { store.start(leases, std::move(h)); });
+    BOOST_TEST(!sec, sec.message());
+    BOOST_TEST(started.size() == 5u);
+    auto [aec, acked] = timewheel::test::call<std::vector<dq::ack_result>>(
+        io, [&](auto h) { store.acknowledge(acks, std::move(h)); });
+    BOOST_TEST(!aec, aec.message());
+    BOOST_TEST(std::count(acked.begin(), acked.end(), dq::ack_result::ok) == 5);
+    auto [stec, st2] = timewheel::test::call<dq::task_status>(
+        io, [&](auto h) { store.status(claimed.tasks[0].id, std::move(h)); });
+    BOOST_TEST(!stec, stec.message());
+    BOOST_TEST(st2.state == dq::task_state::finished);
+}
+
+// The functions are loaded once per connection at first use, however many calls are in
+// flight then (no herd: each of them resent with the library's text), and again when Redis
+// has lost them (FUNCTION FLUSH, a restart without persistence): once, not once a call.
+BOOST_AUTO_TEST_CASE(the_functions_load_once_at_first_use_and_after_a_flush) {
+    server().command(resp_command({"FUNCTION", "FLUSH"}));
+    server().command(resp_command({"CONFIG", "RESETSTAT"}));
+    fixture f;
+    constexpr int n = 1024;
+    int answered = 0;
+    for (int i = 0; i < n; ++i) {
+        f.store->submit(make("b" + std::to_string(i), 1h),
+                        [&answered](error_code ec, dq::submit_result r, std::string) {
+                            BOOST_TEST(!ec, ec.message());
+                            BOOST_TEST((r == dq::submit_result::created));
+                            ++answered;
+                        });
+        // And a call of its own for each (status is not batched by turn, as submit is).
+        f.store->status("b" + std::to_string(i), [&answered](error_code ec, dq::task_status) {
+            BOOST_TEST((!ec || ec == dq::error::not_found), ec.message());
+            ++answered;
+        });
+    }
+    BOOST_REQUIRE(timewheel::test::run_until(
+        f.io, [&] { return answered == 2 * n; }, std::chrono::seconds(120)));
+    const auto loads = [] {
+        const auto stats = server().command(resp_command({"INFO", "commandstats"}));
+        const std::string name = "cmdstat_function|load:calls=";
+        const auto at = stats.find(name);
+        return at == std::string::npos ? 0 : std::stoi(stats.substr(at + name.size()));
+    };
+    BOOST_TEST(loads() == 1);
+    BOOST_TEST(f.status_ok("b1023").state == dq::task_state::delayed);
+
+    server().command(resp_command({"FUNCTION", "FLUSH"}));
+    answered = 0;
+    for (int i = 0; i < n; ++i) {
+        f.store->status("b" + std::to_string(i), [&answered](error_code ec, dq::task_status s) {
+            BOOST_TEST(!ec, ec.message());
+            BOOST_TEST(s.state == dq::task_state::delayed);
+            ++answered;
+        });
+    }
+    BOOST_REQUIRE(timewheel::test::run_until(
+        f.io, [&] { return answered == n; }, std::chrono::seconds(120)));
+    BOOST_TEST(loads() == 2);
+}
+
+// Before Redis 7.0 there is no FUNCTION: the store says so (a loopback peer that answers
+// every command as Redis 6.2 answers FUNCTION and FCALL).
+BOOST_AUTO_TEST_CASE(a_redis_without_functions_gets_a_clear_error) {
+    namespace net = boost::asio;
+    net::io_context peer_io;
+    net::ip::tcp::acceptor acceptor(peer_io, {net::ip::make_address("127.0.0.1"), 0});
+    std::thread peer([&] {
+        net::ip::tcp::socket s(peer_io);
+        acceptor.accept(s);
+        // Reads RESP arrays of bulk strings; answers FUNCTION and FCALL with Redis 6.2's
+        // unknown-command error, anything else (a handshake's CLIENT SETNAME) with +OK.
+        std::string in;
+        std::size_t pos = 0;
+        char buf[65536];
+        boost::system::error_code ec;
+        const auto line = [&](std::size_t& p) -> std::optional<std::string> {
+            const auto e = in.find("\r\n", p);
+            if (e == std::string::npos) {
+                return std::nullopt;
+            }
+            auto l = in.substr(p, e - p);
+            p = e + 2;
+            return l;
+        };
+        for (;;) {
+            const auto got = s.read_some(net::buffer(buf), ec);
+            if (ec) {
+                return;
+            }
+            in.append(buf, got);
+            for (;;) {
+                std::size_t p = pos;
+                auto head = line(p);
+                if (!head || head->empty() || (*head)[0] != '*') {
+                    break;
+                }
+                const int argc = std::stoi(head->substr(1));
+                std::string name;
+                bool whole = true;
+                for (int a = 0; a < argc && whole; ++a) {
+                    auto len = line(p);
+                    if (!len) {
+                        whole = false;
+                        break;
+                    }
+                    const auto n = std::stoul(len->substr(1));
+                    if (in.size() < p + n + 2) {
+                        whole = false;
+                        break;
+                    }
+                    if (a == 0) {
+                        name = in.substr(p, n);
+                    }
+                    p += n + 2;
+                }
+                if (!whole) {
+                    break;
+                }
+                pos = p;
+                const bool v7 = name == "FUNCTION" || name == "FCALL" || name == "FCALL_RO";
+                const auto reply =
+                    v7 ? "-ERR unknown command `" + name + "`, with args beginning with: \r\n"
+                       : std::string("+OK\r\n");
+                net::write(s, net::buffer(reply), ec);
+            }
+        }
+    });
+    {
+        boost::asio::io_context io;
+        redis::config cfg;
+        cfg.port = acceptor.local_endpoint().port();
+        cfg.request_timeout = 10s;
+        dq::redis_store store(io.get_executor(), cfg, fixture::small());
+        auto [ec, r, id] = timewheel::test::call<dq::submit_result, std::string>(
+            io, [&](auto h) { store.submit(make("a"), std::move(h)); });
+        BOOST_TEST(ec == error_code(dq::error::store_too_old), ec.message());
+        BOOST_TEST(ec.message().find("Redis 7.0 or later") != std::string::npos, ec.message());
+        store.close();
+        timewheel::test::run_for(io, 20ms);
+    }
+    peer.join();
 }
 
 BOOST_AUTO_TEST_CASE(an_unreachable_server_fails_after_the_request_timeout) {

@@ -6,7 +6,8 @@
 // within each start batch; a cancel or a reschedule reaches a prefetched task; retries
 // follow the policy to the dead letters and back; tasks due while no worker ran all run;
 // a long handler keeps its lease; the concurrency limit holds; a graceful stop releases
-// what it prefetched and waits for what runs; a Redis restart under the worker is survived;
+// what it prefetched and waits for what runs; a Redis restart under the worker is survived,
+// and so is a FUNCTION FLUSH;
 // a lying clock sample cannot make a task start early. Time is only ever checked as order
 // and "never early" (by the store's clock), with generous limits on waiting.
 //
@@ -448,6 +449,35 @@ BOOST_AUTO_TEST_CASE(a_redis_restart_under_the_worker_is_survived) {
     BOOST_REQUIRE(f.wait([&] { return ran.count("after") == 1; }, 60s));
     BOOST_REQUIRE(f.wait([&] { return f.status("after").state == dq::task_state::finished; }));
     BOOST_TEST(w.stats().claims > claims);
+    BOOST_TEST(f.stop(w) == error_code());
+}
+
+// Redis loses the store's functions (FUNCTION FLUSH, as a restart without persistence or a
+// failover to a node without them would) while the worker claims, starts and acknowledges:
+// the calls that find them gone load them again and are resent, no operation fails, and
+// every task runs once.
+BOOST_AUTO_TEST_CASE(a_function_flush_under_the_worker_is_survived) {
+    fixture f;
+    std::map<std::string, int> ran;
+    dq::worker w(*f.store, options(), [&](const dq::job& j) {
+        ++ran[j.id()];
+        return dq::outcome::success();
+    });
+    w.start();
+    constexpr int n = 300;
+    for (int i = 0; i < n; ++i) {
+        f.submit("t" + std::to_string(i), std::chrono::milliseconds(i * 5)); // over 1.5 s
+    }
+    for (int flushes = 0; flushes < 3; ++flushes) {
+        BOOST_REQUIRE(f.wait([&] { return ran.size() >= std::size_t(50 + 80 * flushes); }));
+        server().command(resp_command({"FUNCTION", "FLUSH"}));
+    }
+    f.submit("after", 0ms); // a producer's call after the flush loads them too
+    BOOST_REQUIRE(f.wait([&] { return w.stats().acked == n + 1; }, 60s));
+    BOOST_TEST(ran.size() == std::size_t(n + 1));
+    BOOST_TEST(std::all_of(ran.begin(), ran.end(), [](const auto& r) { return r.second == 1; }));
+    BOOST_TEST(w.stats().store_errors == 0u);
+    BOOST_TEST(f.status("t299").state == dq::task_state::finished);
     BOOST_TEST(f.stop(w) == error_code());
 }
 

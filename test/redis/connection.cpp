@@ -4,7 +4,8 @@
 // redis::connection against a real redis-server: every reply type, binary-safe arguments and
 // a 64 MiB value, 100k pipelined requests answered in order, server errors with their text,
 // cancellation before and after the write, timeouts on a stalled server, unix sockets with
-// AUTH/SELECT/CLIENT SETNAME, scripts with NOSCRIPT, and the completion tokens.
+// AUTH/SELECT/CLIENT SETNAME, scripts with NOSCRIPT, function libraries loaded ahead of their
+// first FCALL and again after FUNCTION FLUSH, and the completion tokens.
 //
 
 #include <timewheel/redis/connection.hpp>
@@ -480,6 +481,86 @@ BOOST_AUTO_TEST_CASE(scripts_load_on_noscript) {
     auto e = must(io, conn, b);
     BOOST_TEST(e[0].is_error());
     BOOST_TEST(e[0].error_message().find("Unknown Redis command") != std::string::npos);
+}
+
+// A library is loaded once per connection, ahead of its first FCALL, however many calls are
+// in flight then; after FUNCTION FLUSH the calls that find it gone load it once more and are
+// resent; a library already there ("already exists") costs nothing more.
+BOOST_AUTO_TEST_CASE(function_libraries_load_once_per_connection) {
+    redis_server server;
+    net::io_context io;
+    redis::connection conn(io, server.config());
+    const redis::library lib("test", R"(
+redis.register_function(LIBRARY .. '_add', function(keys, args)
+  return redis.call('INCRBY', keys[1], args[1]) + 0
+end)
+redis.register_function{function_name = LIBRARY .. '_echo', flags = {'no-writes'},
+  callback = function(keys, args) return args[1] end})");
+    BOOST_TEST(lib.name().starts_with("test_"));
+    BOOST_TEST(lib.name().size() == 5u + 12u);
+    BOOST_TEST(lib.body().starts_with("#!lua name=" + lib.name() + "\n"));
+    const auto add = lib.function_name("add");
+    const auto echo = lib.function_name("echo");
+    auto burst = [&](int n) {
+        // n requests of three commands in flight at once, one write.
+        std::vector<redis::request> reqs(static_cast<std::size_t>(n));
+        std::vector<redis::response> resps(reqs.size());
+        int done = 0;
+        for (std::size_t i = 0; i < reqs.size(); ++i) {
+            reqs[i].push_fcall(lib, add, 1, "sum", 1);
+            reqs[i].push("PING");
+            reqs[i].push_fcall_range(lib, echo, std::vector<std::string>{},
+                                     std::vector<std::string>{std::string("a\0b", 3)});
+            conn.async_exec(reqs[i], resps[i], [&](boost::system::error_code ec, std::size_t) {
+                BOOST_TEST(!ec, ec.message());
+                ++done;
+            });
+        }
+        io.restart();
+        while (done < n && io.run_one() > 0) {
+        }
+        for (auto& r : resps) {
+            BOOST_TEST(r[0].is_integer(), (r[0].is_error() ? r[0].error_message() : ""));
+            BOOST_TEST(r[1].as_string() == "PONG");
+            BOOST_TEST(r[2].as_string() == std::string("a\0b", 3));
+        }
+    };
+    burst(100);
+    BOOST_TEST(conn.stats().function_loads == 1u);
+    BOOST_TEST(conn.stats().function_retries == 0u);
+    redis::request stats;
+    stats.push("INFO", "commandstats");
+    auto info = std::string(must(io, conn, stats)[0].as_string());
+    BOOST_TEST(info.find("cmdstat_function|load:calls=1,") != std::string::npos, info);
+
+    // Flushed: every call of the next burst is answered "Function not found" and resent, but
+    // the library is loaded once more, not once a call.
+    redis::request flush;
+    flush.push("FUNCTION", "FLUSH");
+    must(io, conn, flush);
+    burst(100);
+    BOOST_TEST(conn.stats().function_loads == 2u);
+    BOOST_TEST(conn.stats().function_retries == 200u);
+    redis::request sum;
+    sum.push("GET", "sum");
+    BOOST_TEST(must(io, conn, sum)[0].as_string() == "200");
+
+    // Another connection finds it there: its load is answered "already exists", harmlessly.
+    redis::connection other(io, server.config());
+    redis::request one;
+    one.push_fcall(lib, add, 1, "sum", 1);
+    auto r = must(io, other, one);
+    BOOST_TEST(r[0].as_integer() == 201);
+    BOOST_TEST(other.stats().function_loads == 1u);
+    BOOST_TEST(other.stats().function_retries == 0u);
+
+    // A function that is not the library's: the server's error, resent once, then given.
+    redis::request none;
+    none.push_fcall(lib, lib.function_name("none"), 0);
+    auto e = must(io, other, none);
+    BOOST_TEST(e[0].is_error());
+    BOOST_TEST(e[0].error_message().find("Function not found") != std::string::npos);
+    BOOST_TEST(other.stats().function_retries == 1u);
 }
 
 BOOST_AUTO_TEST_CASE(completion_tokens_and_strands) {

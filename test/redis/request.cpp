@@ -80,6 +80,34 @@ BOOST_AUTO_TEST_CASE(scripts) {
     BOOST_TEST(call.end == req.payload().size());
 }
 
+BOOST_AUTO_TEST_CASE(function_calls) {
+    // The name is the prefix and the first 12 hex digits of the code's SHA1 ("return 1").
+    redis::library lib("lib", "return 1");
+    BOOST_TEST(lib.name() == "lib_e0e1f9fabfc9");
+    BOOST_TEST(lib.body() == "#!lua name=lib_e0e1f9fabfc9\nlocal LIBRARY = 'lib_e0e1f9fabfc9'\n"
+                             "return 1");
+    BOOST_TEST(lib.function_name("f") == "lib_e0e1f9fabfc9_f");
+    BOOST_TEST(redis::library("lib", "return 2").name() != lib.name());
+
+    redis::request req;
+    req.push("PING");
+    req.push_fcall(lib, "lib_e0e1f9fabfc9_f", 1, "key", 5);
+    req.push_fcall_range(lib, "g", std::vector<std::string>{}, std::vector<int>{7});
+    BOOST_REQUIRE_EQUAL(req.script_calls().size(), 2u);
+    const auto& call = req.script_calls()[0];
+    BOOST_TEST(call.command == 1u);
+    BOOST_TEST(call.script == nullptr);
+    BOOST_TEST(call.library == &lib);
+    BOOST_TEST(req.payload().substr(call.begin, call.rest - call.begin) ==
+               "*5\r\n$5\r\nFCALL\r\n$18\r\nlib_e0e1f9fabfc9_f\r\n");
+    BOOST_TEST(req.payload().substr(call.rest, call.end - call.rest) ==
+               "$1\r\n1\r\n$3\r\nkey\r\n$1\r\n5\r\n");
+    const auto& second = req.script_calls()[1];
+    BOOST_TEST(second.command == 2u);
+    BOOST_TEST(req.payload().substr(second.begin) ==
+               "*4\r\n$5\r\nFCALL\r\n$1\r\ng\r\n$1\r\n0\r\n$1\r\n7\r\n");
+}
+
 BOOST_AUTO_TEST_CASE(errors_name_the_failure) {
     for (auto e :
          {redis::error::connection_lost, redis::error::request_timeout,

@@ -44,6 +44,8 @@ enum class error {
     invalid_window,      ///< start_at or end_at out of range, or end_at not after start_at
     not_replicated, ///< the write was made but fewer replicas than asked acknowledged it in time
                     ///< (dq::redis_store_options::wait_replicas): it may be lost in a failover
+    store_too_old,  ///< the store's server lacks what the queue needs (dq::redis_store: Redis
+                    ///< Functions, Redis 7.0 or later)
 };
 
 /// The category of dq::error values; its name is "timewheel.dq".

@@ -54,14 +54,17 @@ concept argument =
  */
 class request {
 public:
-    /// A command that calls a script with EVALSHA: where it sits in the payload, so that the
-    /// connection can resend it as EVAL when the server answers NOSCRIPT.
+    /// A command that calls a script with EVALSHA or a function with FCALL: where it sits in
+    /// the payload, so that the connection can resend it as EVAL when the server answers
+    /// NOSCRIPT, or load the function's library ahead of it (and resend it when the server
+    /// answers "Function not found").
     struct script_call {
-        std::size_t command; ///< index of the command in the request
-        std::size_t begin;   ///< offset of the command in payload()
-        std::size_t rest;    ///< offset of the numkeys argument (after the SHA1)
-        std::size_t end;     ///< offset one past the command
-        const redis::script* script;
+        std::size_t command;         ///< index of the command in the request
+        std::size_t begin;           ///< offset of the command in payload()
+        std::size_t rest;            ///< offset of the numkeys argument (after the SHA1 or name)
+        std::size_t end;             ///< offset one past the command
+        const redis::script* script; ///< EVALSHA's script, or null
+        const redis::library* library = nullptr; ///< FCALL's library, or null
     };
 
     request() = default;
@@ -145,6 +148,49 @@ public:
         return *this;
     }
 
+    /// Appends `FCALL <function> numkeys keys_and_args...`, `function` being one of the
+    /// library's (library::function_name). The connection loads the library first.
+    template <argument... Args>
+    request& push_fcall(const redis::library& lib, std::string_view function, std::size_t numkeys,
+                        const Args&... keys_and_args) {
+        script_call call{commands_, payload_.size(), 0, 0, nullptr, &lib};
+        append_header(3 + sizeof...(Args));
+        append_arg(std::string_view("FCALL"));
+        append_arg(function);
+        call.rest = payload_.size();
+        append_arg(numkeys);
+        (append_arg(keys_and_args), ...);
+        call.end = payload_.size();
+        script_calls_.push_back(call);
+        ++commands_;
+        return *this;
+    }
+
+    /// Appends `FCALL <function> <keys.size()> keys... args...` from two ranges.
+    template <std::ranges::forward_range Keys, std::ranges::forward_range Args>
+    requires argument<std::ranges::range_value_t<Keys>> &&
+        argument<std::ranges::range_value_t<Args>>
+            request& push_fcall_range(const redis::library& lib, std::string_view function,
+                                      const Keys& keys, const Args& args) {
+        script_call call{commands_, payload_.size(), 0, 0, nullptr, &lib};
+        const auto nkeys = static_cast<std::size_t>(std::ranges::distance(keys));
+        append_header(3 + nkeys + static_cast<std::size_t>(std::ranges::distance(args)));
+        append_arg(std::string_view("FCALL"));
+        append_arg(function);
+        call.rest = payload_.size();
+        append_arg(nkeys);
+        for (const auto& k : keys) {
+            append_arg(k);
+        }
+        for (const auto& a : args) {
+            append_arg(a);
+        }
+        call.end = payload_.size();
+        script_calls_.push_back(call);
+        ++commands_;
+        return *this;
+    }
+
     /// The number of commands, which is the number of replies the request gets.
     std::size_t size() const noexcept { return commands_; }
 
@@ -164,7 +210,7 @@ public:
     /// The commands as formatted in RESP: what is written to the socket.
     std::string_view payload() const noexcept { return payload_; }
 
-    /// The script calls among the commands, in order.
+    /// The script and function calls among the commands, in order.
     const std::vector<script_call>& script_calls() const noexcept { return script_calls_; }
 
 private:

@@ -44,6 +44,13 @@ error_code script_error(redis::reply r) {
     if (text.starts_with("OOM") || text.find("OOM command not allowed") != std::string_view::npos) {
         return error::store_full;
     }
+    // Before Redis 7.0 ("ERR unknown command `FCALL`, with args beginning with: ..."; the
+    // FUNCTION LOAD ahead of it got the same answer).
+    if (text.find("unknown command") != std::string_view::npos &&
+        (text.find("FCALL") != std::string_view::npos ||
+         text.find("fcall") != std::string_view::npos)) {
+        return error::store_too_old;
+    }
     static constexpr std::pair<std::string_view, error> known[] = {
         {"DQ not_found", error::not_found},
         {"DQ wrong_state", error::wrong_state},

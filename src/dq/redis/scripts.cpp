@@ -1,10 +1,10 @@
 //
 // src/dq/redis/scripts.cpp
 //
-// The script objects of dq::redis_store: each shard script's text is the prelude
-// (lua/prelude/*.lua) followed by its own lua/<name>.lua (the generated lua_sources.hpp holds
-// them as literals), built once, with its SHA1, on first use. How the scripts store a task is
-// told in lua/prelude/records.lua.
+// The library of Redis Functions of dq::redis_store: the prelude (lua/prelude/*.lua) and
+// lua/schedule_helpers.lua once, then each lua/<name>.lua as a function of its own with its
+// flags (the generated lua_sources.hpp holds the files as literals), built once, named after
+// its SHA1, on first use. How the functions store a task is told in lua/prelude/records.lua.
 //
 // The scripts spell the shard's key names themselves (KEYS in a fixed order, the others from
 // the prefix): they are checked here, at compile time, against the key table
@@ -18,9 +18,11 @@
 
 #include <timewheel/dq/detail/redis_keys.hpp>
 
+#include <iterator>
+#include <stdexcept>
 #include <string>
 #include <string_view>
-#include <utility>
+#include <vector>
 
 namespace timewheel::dq::detail::scripts {
 
@@ -35,14 +37,14 @@ constexpr bool eat(std::string_view text, std::size_t& pos, std::string_view wor
     return true;
 }
 
-// The prelude names the KEYS as the table orders them:
-// "local KD, KL, ... = KEYS[1], KEYS[2], ...".
+// The prelude's begin() names the KEYS as the table orders them:
+// "KD, KL, ... = KEYS[1], KEYS[2], ...".
 constexpr bool declares_shard_keys(std::string_view lua) {
     constexpr auto& keys = redis_keys::shard_keys;
     static_assert(keys.size() <= 9, "KEYS[i] is read as one digit");
-    for (auto at = lua.find("local "); at != std::string_view::npos;
-         at = lua.find("local ", at + 1)) {
-        std::size_t pos = at + 6;
+    for (auto at = lua.find(keys[0].lua); at != std::string_view::npos;
+         at = lua.find(keys[0].lua, at + 1)) {
+        std::size_t pos = at;
         bool ok = true;
         for (std::size_t i = 0; ok && i < keys.size(); ++i) {
             ok = eat(lua, pos, keys[i].lua) && eat(lua, pos, i + 1 < keys.size() ? ", " : " = ");
@@ -81,38 +83,107 @@ static_assert(declares_shard_keys(lua::prelude),
 static_assert(names_script_keys(lua::prelude),
               "lua/prelude/*.lua must name the keys of redis_keys::script_named_keys");
 
-// The prelude, then `helpers` (lua/<part>.lua that only some scripts need), then the body.
-redis::script make(std::string_view body, std::string_view helpers = {}) {
-    std::string text;
-    text.reserve(lua::prelude.size() + helpers.size() + body.size());
-    text.append(lua::prelude).append(helpers).append(body);
-    return redis::script(std::move(text));
+// What Redis may do with a function (FUNCTION LOAD's flags): under maxmemory, one without
+// allow-oom is refused before it runs (lua/prelude/header.lua, "Writes under OOM").
+enum class kind { grows, frees, reads };
+
+struct entry {
+    std::string_view name;
+    std::string_view body;
+    kind k;
+};
+
+// clang-format off
+constexpr entry entries[] = {
+    {"config", lua::config, kind::frees}, // a store opened when Redis is full still works
+    {"submit", lua::submit, kind::grows},
+    {"cancel", lua::cancel, kind::frees},
+    {"reschedule", lua::reschedule, kind::frees},
+    {"status", lua::status, kind::reads},
+    {"list_dead", lua::list_dead, kind::reads},
+    {"requeue_dead", lua::requeue_dead, kind::grows},
+    {"delete_dead", lua::delete_dead, kind::frees},
+    {"claim", lua::claim, kind::frees},
+    {"start", lua::start, kind::frees},
+    {"renew", lua::renew, kind::frees},
+    {"ack", lua::ack, kind::frees},
+    {"release", lua::release, kind::frees},
+    {"earliest_due", lua::earliest_due, kind::reads},
+    {"schedule", lua::schedule, kind::grows},
+    {"schedule_list", lua::schedule_list, kind::reads},
+    {"schedule_due", lua::schedule_due, kind::reads},
+    {"list_tasks", lua::list_tasks, kind::reads},
+    {"task_entries", lua::task_entries, kind::reads},
+    {"count_tasks", lua::count_tasks, kind::reads},
+    {"materialise", lua::materialise, kind::grows},
+};
+// clang-format on
+
+// The library's code: the prelude and the schedule helpers (made once, at load), then each
+// body as a function that starts with begin() (config, which is no shard function, without).
+// KEYS and ARGV are the callback's parameters, so that the bodies read them as a script does.
+std::string library_code() {
+    std::string code;
+    code.append(lua::prelude).append("\n").append(lua::schedule_helpers);
+    for (const auto& e : entries) {
+        code.append("\nredis.register_function{function_name = LIBRARY .. '_")
+            .append(e.name)
+            .append("', flags = {");
+        code.append(e.k == kind::frees ? "'allow-oom'" : e.k == kind::reads ? "'no-writes'" : "");
+        code.append("}, callback = function(KEYS, ARGV)\n");
+        if (e.name != "config") {
+            code.append("begin(KEYS, ARGV)\n");
+        }
+        code.append(e.body).append("\nend}\n");
+    }
+    return code;
+}
+
+const function& named(std::string_view name) {
+    static const std::vector<function> all = [] {
+        std::vector<function> v;
+        for (const auto& e : entries) {
+            v.push_back({&library(), library().function_name(e.name)});
+        }
+        return v;
+    }();
+    for (std::size_t i = 0; i < std::size(entries); ++i) {
+        if (entries[i].name == name) {
+            return all[i];
+        }
+    }
+    throw std::logic_error("dq: no Redis function named " + std::string(name));
 }
 
 } // namespace
 
+const redis::library& library() {
+    static const redis::library lib("timewheel", library_code());
+    return lib;
+}
+
 // clang-format off
-const redis::script& config() { static const redis::script s{std::string(lua::config)}; return s; }
-const redis::script& submit() { static const redis::script s = make(lua::submit); return s; }
-const redis::script& cancel() { static const redis::script s = make(lua::cancel); return s; }
-const redis::script& reschedule() { static const redis::script s = make(lua::reschedule); return s; }
-const redis::script& status() { static const redis::script s = make(lua::status); return s; }
-const redis::script& list_dead() { static const redis::script s = make(lua::list_dead); return s; }
-const redis::script& requeue_dead() { static const redis::script s = make(lua::requeue_dead); return s; }
-const redis::script& delete_dead() { static const redis::script s = make(lua::delete_dead); return s; }
-const redis::script& claim() { static const redis::script s = make(lua::claim); return s; }
-const redis::script& start() { static const redis::script s = make(lua::start); return s; }
-const redis::script& renew() { static const redis::script s = make(lua::renew); return s; }
-const redis::script& ack() { static const redis::script s = make(lua::ack); return s; }
-const redis::script& release() { static const redis::script s = make(lua::release); return s; }
-const redis::script& earliest_due() { static const redis::script s = make(lua::earliest_due); return s; }
-const redis::script& schedule() { static const redis::script s = make(lua::schedule, lua::schedule_helpers); return s; }
-const redis::script& schedule_list() { static const redis::script s = make(lua::schedule_list); return s; }
-const redis::script& schedule_due() { static const redis::script s = make(lua::schedule_due); return s; }
-const redis::script& list_tasks() { static const redis::script s = make(lua::list_tasks); return s; }
-const redis::script& task_entries() { static const redis::script s = make(lua::task_entries); return s; }
-const redis::script& count_tasks() { static const redis::script s = make(lua::count_tasks); return s; }
-const redis::script& materialise() { static const redis::script s = make(lua::materialise, lua::schedule_helpers); return s; }
+const function& config() { static const function& f = named("config"); return f; }
+const function& submit() { static const function& f = named("submit"); return f; }
+const function& cancel() { static const function& f = named("cancel"); return f; }
+const function& reschedule() { static const function& f = named("reschedule"); return f; }
+const function& status() { static const function& f = named("status"); return f; }
+const function& list_dead() { static const function& f = named("list_dead"); return f; }
+const function& requeue_dead() { static const function& f = named("requeue_dead"); return f; }
+const function& delete_dead() { static const function& f = named("delete_dead"); return f; }
+const function& claim() { static const function& f = named("claim"); return f; }
+const function& start() { static const function& f = named("start"); return f; }
+const function& renew() { static const function& f = named("renew"); return f; }
+const function& ack() { static const function& f = named("ack"); return f; }
+const function& release() { static const function& f = named("release"); return f; }
+const function& earliest_due() { static const function& f = named("earliest_due"); return f; }
+const function& schedule() { static const function& f = named("schedule"); return f; }
+const function& schedule_list() { static const function& f = named("schedule_list"); return f; }
+const function& schedule_due() { static const function& f = named("schedule_due"); return f; }
+const function& list_tasks() { static const function& f = named("list_tasks"); return f; }
+const function& task_entries() { static const function& f = named("task_entries"); return f; }
+const function& count_tasks() { static const function& f = named("count_tasks"); return f; }
+const function& materialise() { static const function& f = named("materialise"); return f; }
 // clang-format on
 
 } // namespace timewheel::dq::detail::scripts

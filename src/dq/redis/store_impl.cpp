@@ -110,7 +110,7 @@ std::string redis_store_impl::token_base() {
     return t;
 }
 
-void redis_store_impl::push_shard_script(redis::request& req, const redis::script& s,
+void redis_store_impl::push_shard_script(redis::request& req, const scripts::function& s,
                                          std::size_t shard, call_args& a) {
     header_[0] = prefixes_[shard];
     std::vector<std::string_view> args;
@@ -121,7 +121,7 @@ void redis_store_impl::push_shard_script(redis::request& req, const redis::scrip
     for (const auto& x : a.args) {
         args.emplace_back(x);
     }
-    req.push_script_range(s, keys_[shard], args);
+    req.push_fcall_range(*s.library, s.name, keys_[shard], args);
 }
 
 auto redis_store_impl::group(const std::vector<std::string_view>& ids) const -> grouping {

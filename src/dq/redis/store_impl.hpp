@@ -63,7 +63,7 @@ public:
     void submit(task t, store::handler<void(error_code, submit_result, std::string)> h);
     void cancel(std::string id, store::handler<void(error_code, cancel_result)> h);
     // An operation on one id whose reply is 'ok' or an error.
-    void simple(const redis::script& s, std::string id, std::optional<due_time> due,
+    void simple(const scripts::function& s, std::string id, std::optional<due_time> due,
                 store::handler<void(error_code)> h);
     void status(std::string id, store::handler<void(error_code, task_status)> h);
     void list_dead(std::string cursor, std::size_t count,
@@ -147,7 +147,7 @@ private:
     }
 
     std::string token_base();
-    void push_shard_script(redis::request& req, const redis::script& s, std::size_t shard,
+    void push_shard_script(redis::request& req, const scripts::function& s, std::size_t shard,
                            call_args& a);
     error_code time_only_reply(const redis::response& resp, claim_result& out);
     error_code claim_replies(const redis::response& resp, const std::vector<std::size_t>& visit,
@@ -164,9 +164,10 @@ private:
             return;
         }
         auto cfg = std::make_shared<exec_state>();
-        cfg->req.push_script(scripts::config(), 1, config_key_,
-                             replies::number(static_cast<std::int64_t>(opt_.shards)),
-                             replies::number(static_cast<std::int64_t>(opt_.buckets)));
+        const auto& config = scripts::config();
+        cfg->req.push_fcall(*config.library, config.name, 1, config_key_,
+                            replies::number(static_cast<std::int64_t>(opt_.shards)),
+                            replies::number(static_cast<std::int64_t>(opt_.buckets)));
         auto self = shared_from_this();
         backend_->exec(cfg->req, cfg->resp,
                        [self, cfg, st = std::move(st), fn = std::move(fn)](error_code ec,
@@ -231,8 +232,9 @@ private:
 
     // Runs one script per shard over `ids`; `decode` reads each result letter.
     template <typename Result, typename Push, typename Decode>
-    void per_shard(const redis::script& script, const std::vector<std::string_view>& ids, Push push,
-                   Decode decode, store::handler<void(error_code, std::vector<Result>)> h) {
+    void per_shard(const scripts::function& script, const std::vector<std::string_view>& ids,
+                   Push push, Decode decode,
+                   store::handler<void(error_code, std::vector<Result>)> h) {
         const auto g = group(ids);
         auto st = std::make_shared<exec_state>();
         for (std::size_t c = 0; c < g.shards.size(); ++c) {

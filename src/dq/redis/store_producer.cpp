@@ -130,8 +130,8 @@ void redis_store_impl::cancel(std::string id, store::handler<void(error_code, ca
     });
 }
 
-void redis_store_impl::simple(const redis::script& s, std::string id, std::optional<due_time> due,
-                              store::handler<void(error_code)> h) {
+void redis_store_impl::simple(const scripts::function& s, std::string id,
+                              std::optional<due_time> due, store::handler<void(error_code)> h) {
     auto st = std::make_shared<exec_state>();
     call_args a;
     a.add(id);

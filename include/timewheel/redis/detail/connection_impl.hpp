@@ -35,6 +35,7 @@
 #include <memory>
 #include <random>
 #include <string>
+#include <utility>
 #include <vector>
 
 namespace timewheel::redis {
@@ -49,6 +50,8 @@ struct connection_stats {
     std::uint64_t writes = 0;           ///< socket writes (each carries one or more requests)
     std::uint64_t requests_written = 0; ///< requests written (a NOSCRIPT resend counts again)
     std::uint64_t noscript_retries = 0; ///< EVALSHA commands resent as EVAL
+    std::uint64_t function_loads = 0;   ///< FUNCTION LOAD commands sent ahead of FCALLs
+    std::uint64_t function_retries = 0; ///< FCALLs resent after "Function not found"
     std::uint64_t health_pings = 0;     ///< PINGs sent by the health check
     std::uint64_t resolves = 0;         ///< host names resolved (one per attempt to a name)
     std::uint64_t sentinel_queries = 0; ///< Sentinels asked for the master's address
@@ -135,6 +138,11 @@ private:
     record& ring_at(std::size_t i) noexcept { return ring_[(ring_head_ + i) & (ring_.size() - 1)]; }
     void ring_push(op_base* op, std::size_t replies);
     void ring_pop() noexcept;
+    // Writes FUNCTION LOAD of each library that `op` calls and this connection has not loaded.
+    void load_libraries(const op_base& op);
+    // An FCALL of `op` was answered "Function not found": the library is gone since its load,
+    // unless that load was written after `op` (then the resend finds it).
+    void forget_library(const redis::library* lib, std::uint64_t seq);
 
     executor_type ex_;
     config cfg_;
@@ -156,6 +164,9 @@ private:
     std::size_t ring_head_ = 0;
     std::size_t ring_size_ = 0;
     std::uint64_t ring_head_seq_ = 0;
+    // The libraries loaded on this connection, each with the ring position of its FUNCTION
+    // LOAD; emptied at every connect.
+    std::vector<std::pair<const redis::library*, std::uint64_t>> libraries_;
     std::uint64_t gen_ = 0; // bumped when the socket is closed: stale handlers return
     conn_state state_ = conn_state::idle;
     bool writing_ = false;

@@ -1,5 +1,5 @@
 -- config.lua: records a queue's shape on first use, and refuses a store opened with another.
--- Not a shard script: no prelude.
+-- Not a shard function: it calls no begin() and uses none of the prelude.
 -- KEYS[1]: {Q}:config (a hash: shards, buckets, version).
 -- ARGV[1..2]: shards, buckets.
 -- Returns 1 (recorded or the same), 0 (the queue exists with another shape or layout).

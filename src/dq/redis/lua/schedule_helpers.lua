@@ -1,7 +1,6 @@
 -- schedule_helpers.lua: reading and writing a schedule's record (its layout: prelude/
--- schedules.lua), and creating an occurrence's task. Put between the prelude and the scripts
--- that write schedules (schedule.lua, materialise.lua) by src/dq/redis/scripts.cpp; no
--- script of its own.
+-- schedules.lua), and creating an occurrence's task, for schedule.lua and materialise.lua.
+-- Put after the prelude in the library by src/dq/redis/scripts.cpp; no function of its own.
 
 local function sc_decode(s)
   local f, created, updated, cursor, nxt, rev, occ, trig, smis, sovl, pos =

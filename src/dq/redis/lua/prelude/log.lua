@@ -7,7 +7,7 @@
 -- entry (outcomes.lua), and trim() and delete_dead forget a dead one's with the task. A task
 -- keeps its last LOG_MAX entries. Unlike a stream scanned by status(), a lookup is O(1) and
 -- an ack writes one field per task instead of a 7-field stream entry.
-local LOGQ, LOGN = {}, 0
+-- LOGQ, LOGN: declared in header.lua, emptied by begin().
 local OUTCOME = {success = 's', failure = 'f', retry = 'r', lease_expired = 'l'}
 local function log_add(id, e)
   local q = LOGQ[id]

@@ -9,11 +9,11 @@
 -- one field of a variadic HSET and one element of a variadic RPUSH, and is forgotten with a
 -- slice of an LTRIM and a field of an HDEL: a sorted set member and a log field, each added
 -- and later removed by id, cost twice that.
-local KDL = P .. 'dl'
+-- KDL = P .. 'dl' (header.lua's begin)
 -- How many of KDONE's tasks are cancelled (cancel adds, forgetting subtracts): count_tasks
 -- tells finished from cancelled without reading KDONE's values.
-local KNC = P .. 'nc'
-local DONEH, DONEL, DONEN = {}, {}, 0
+-- KNC = P .. 'nc' (header.lua's begin). DONEH, DONEL, DONEN: the call's finished tasks,
+-- emptied by begin().
 local function done_add(id, end6, kind, logv)
   DONEN = DONEN + 1
   DONEH[2 * DONEN - 1] = id

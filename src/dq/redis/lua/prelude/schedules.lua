@@ -10,8 +10,6 @@
 --   skipped by overlap; then I2 length, last task id; I4 length, rule; the rest (the spec as
 --   dq::detail::encode_spec writes it: rule, and rest, opaque here but for sc_template).
 -- The store's C++ decodes the same bytes (src/dq/redis/store_schedules.cpp). Only the key
--- names are here, in every script; the helpers that read and write records are in
--- schedule_helpers.lua, which only the scripts that write schedules carry (a function in the
--- prelude is a closure made on every call of every script, the hot ones too).
+-- names are here; the helpers that read and write records are in schedule_helpers.lua.
 
-local KSC, KSI = P .. 'sc', P .. 'si'
+-- KSC, KSI = P .. 'sc', P .. 'si' (header.lua's begin)

@@ -10,7 +10,7 @@
 -- zset-max-listpack-entries is 128. New slots start on a W-ms boundary. Claim moves the
 -- slots coming within reach into KD.
 local W, AHEAD, SLOT_MAX = 10000, 10000, 128
-local KW = P .. 'wi'
+-- KW = P .. 'wi' (header.lua's begin)
 local function covering(due)
   return redis.call('ZRANGE', KW, fmt(due), '-inf', 'BYSCORE', 'REV', 'LIMIT', '0', '1')[1]
 end
