@@ -5,7 +5,8 @@
 // (support/store_cases.hpp), the randomized differential test against the model
 // (support/differential.hpp), then what is SQLite's own: everything survives a reopen, group
 // commit, done and dead trimming, and a clear error for a path that cannot be opened, a file
-// that is not a database, a file another store holds, and a newer schema.
+// that is not a database, a file another store holds, and a newer schema; which commits wait
+// for fsync (counted by a VFS that wraps the default one).
 //
 
 #include <timewheel/dq/sqlite_store.hpp>
@@ -23,7 +24,10 @@
 #include <boost/asio/post.hpp>
 #include <boost/system/system_error.hpp>
 
+#include <sqlite3.h>
 #include <unistd.h>
+
+#include <atomic>
 
 #include <chrono>
 #include <fstream>
@@ -72,6 +76,115 @@ struct fixture : timewheel::test::store_fixture {
 std::unique_ptr<timewheel::test::store_fixture> make_fixture(dq::limits limits) {
     return std::make_unique<fixture>(limits);
 }
+
+// The default VFS with its files' xSync counted: made the default while it lives, so that
+// the stores opened meanwhile use it (each opens its file through the default VFS).
+class counting_vfs {
+public:
+    counting_vfs() {
+        base_ = sqlite3_vfs_find(nullptr);
+        BOOST_REQUIRE(base_);
+        vfs_ = *base_;
+        vfs_.zName = "tw-counting";
+        vfs_.szOsFile = static_cast<int>(sizeof(file)) + base_->szOsFile;
+        vfs_.pAppData = this;
+        vfs_.xOpen = &open;
+        BOOST_REQUIRE(sqlite3_vfs_register(&vfs_, 1) == SQLITE_OK);
+    }
+    ~counting_vfs() {
+        sqlite3_vfs_register(base_, 1);
+        sqlite3_vfs_unregister(&vfs_);
+    }
+    counting_vfs(const counting_vfs&) = delete;
+    counting_vfs& operator=(const counting_vfs&) = delete;
+
+    // The syncs since the last call.
+    long take() { return syncs_.exchange(0); }
+
+private:
+    // Our header, then the base VFS's file object.
+    struct file {
+        sqlite3_file header;
+        counting_vfs* owner;
+        sqlite3_io_methods methods;
+        sqlite3_file* base() { return reinterpret_cast<sqlite3_file*>(this + 1); }
+    };
+
+    static int open(sqlite3_vfs* v, const char* name, sqlite3_file* f, int flags, int* out) {
+        auto* self = static_cast<counting_vfs*>(v->pAppData);
+        auto* ours = reinterpret_cast<file*>(f);
+        ours->header.pMethods = nullptr;
+        const int rc = self->base_->xOpen(self->base_, name, ours->base(), flags, out);
+        if (rc != SQLITE_OK || !ours->base()->pMethods) {
+            return rc;
+        }
+        ours->owner = self;
+        ours->methods = *ours->base()->pMethods;
+        // Every method forwards to the base file; xSync counts first.
+        ours->methods.xClose = [](sqlite3_file* f) {
+            return base_of(f)->pMethods->xClose(base_of(f));
+        };
+        ours->methods.xRead = [](sqlite3_file* f, void* p, int n, sqlite3_int64 o) {
+            return base_of(f)->pMethods->xRead(base_of(f), p, n, o);
+        };
+        ours->methods.xWrite = [](sqlite3_file* f, const void* p, int n, sqlite3_int64 o) {
+            return base_of(f)->pMethods->xWrite(base_of(f), p, n, o);
+        };
+        ours->methods.xTruncate = [](sqlite3_file* f, sqlite3_int64 n) {
+            return base_of(f)->pMethods->xTruncate(base_of(f), n);
+        };
+        ours->methods.xSync = [](sqlite3_file* f, int flags) {
+            ++reinterpret_cast<file*>(f)->owner->syncs_;
+            return base_of(f)->pMethods->xSync(base_of(f), flags);
+        };
+        ours->methods.xFileSize = [](sqlite3_file* f, sqlite3_int64* n) {
+            return base_of(f)->pMethods->xFileSize(base_of(f), n);
+        };
+        ours->methods.xLock = [](sqlite3_file* f, int l) {
+            return base_of(f)->pMethods->xLock(base_of(f), l);
+        };
+        ours->methods.xUnlock = [](sqlite3_file* f, int l) {
+            return base_of(f)->pMethods->xUnlock(base_of(f), l);
+        };
+        ours->methods.xCheckReservedLock = [](sqlite3_file* f, int* r) {
+            return base_of(f)->pMethods->xCheckReservedLock(base_of(f), r);
+        };
+        ours->methods.xFileControl = [](sqlite3_file* f, int op, void* a) {
+            return base_of(f)->pMethods->xFileControl(base_of(f), op, a);
+        };
+        ours->methods.xSectorSize = [](sqlite3_file* f) {
+            return base_of(f)->pMethods->xSectorSize(base_of(f));
+        };
+        ours->methods.xDeviceCharacteristics = [](sqlite3_file* f) {
+            return base_of(f)->pMethods->xDeviceCharacteristics(base_of(f));
+        };
+        ours->methods.xShmMap = [](sqlite3_file* f, int pg, int sz, int ext, void volatile** p) {
+            return base_of(f)->pMethods->xShmMap(base_of(f), pg, sz, ext, p);
+        };
+        ours->methods.xShmLock = [](sqlite3_file* f, int off, int n, int flags) {
+            return base_of(f)->pMethods->xShmLock(base_of(f), off, n, flags);
+        };
+        ours->methods.xShmBarrier = [](sqlite3_file* f) {
+            base_of(f)->pMethods->xShmBarrier(base_of(f));
+        };
+        ours->methods.xShmUnmap = [](sqlite3_file* f, int del) {
+            return base_of(f)->pMethods->xShmUnmap(base_of(f), del);
+        };
+        ours->methods.xFetch = [](sqlite3_file* f, sqlite3_int64 o, int n, void** p) {
+            return base_of(f)->pMethods->xFetch(base_of(f), o, n, p);
+        };
+        ours->methods.xUnfetch = [](sqlite3_file* f, sqlite3_int64 o, void* p) {
+            return base_of(f)->pMethods->xUnfetch(base_of(f), o, p);
+        };
+        ours->header.pMethods = &ours->methods;
+        return rc;
+    }
+    static sqlite3_file* base_of(sqlite3_file* f) { return reinterpret_cast<file*>(f)->base(); }
+
+    sqlite3_vfs* base_ = nullptr;
+    sqlite3_vfs vfs_{};
+    std::atomic<long> syncs_{0};
+};
 
 } // namespace
 
@@ -141,6 +254,49 @@ BOOST_AUTO_TEST_CASE(submits_in_flight_together_share_transactions) {
     BOOST_TEST(s.transactions < s.operations);
     BOOST_TEST_MESSAGE(n << " submits in " << s.transactions << " transactions");
     BOOST_TEST(f.rows("tasks") == n);
+}
+
+// What a caller was promised waits for fsync; the worker's transitions do not, unless
+// fsync_worker (sqlite_store_options).
+BOOST_AUTO_TEST_CASE(promised_writes_wait_for_fsync_and_the_workers_transitions_do_not) {
+    counting_vfs vfs;
+    for (const bool fsync_worker : {false, true}) {
+        BOOST_TEST_CONTEXT("fsync_worker " << fsync_worker) {
+            fixture f;
+            f.store.reset();
+            f.opt.fsync_worker = fsync_worker;
+            f.open();
+            vfs.take();
+            BOOST_TEST(!std::get<0>(f.submit(make("a", 0ms))));
+            BOOST_TEST(!std::get<0>(f.submit(make("b", 0ms))));
+            BOOST_TEST(vfs.take() >= 2); // each submit's commit
+            dq::claim_options o;
+            o.start_due = 0; // claimed, then started by a call of its own
+            const auto claimed = f.claim_ok(o).tasks;
+            BOOST_REQUIRE_EQUAL(claimed.size(), 2u);
+            auto [sec, started] = f.start({{claimed[0].id, claimed[0].token}});
+            BOOST_REQUIRE(!sec);
+            BOOST_TEST((started == std::vector{dq::start_result::started}));
+            BOOST_TEST(f.ack_one(claimed[0], dq::outcome::success()) == dq::ack_result::ok);
+            BOOST_TEST(!f.release({{claimed[1].id, claimed[1].token}}));
+            const auto worker_syncs = vfs.take();
+            if (fsync_worker) {
+                BOOST_TEST(worker_syncs >= 4); // claim, start, ack, release
+            } else {
+                BOOST_TEST(worker_syncs == 0);
+            }
+            // A cancel is promised again: on disk with everything before it.
+            auto [cec, cancelled] = f.cancel("b");
+            BOOST_TEST(!cec);
+            BOOST_TEST((cancelled == dq::cancel_result::cancelled));
+            BOOST_TEST(vfs.take() >= 1);
+            // Nothing the worker wrote without fsync is lost to a close and reopen.
+            f.store.reset();
+            f.open();
+            BOOST_TEST(f.status_ok("a").state == dq::task_state::finished);
+            BOOST_TEST(f.status_ok("b").state == dq::task_state::cancelled);
+        }
+    }
 }
 
 BOOST_AUTO_TEST_CASE(finished_and_dead_tasks_are_forgotten_beyond_their_count) {

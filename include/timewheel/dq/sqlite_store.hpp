@@ -65,6 +65,20 @@ struct sqlite_store_options {
     /// may be lost in a power failure, not in a crash of the process). For tests and
     /// benchmarks of what fsync costs.
     bool fsync = true;
+
+    /// With `fsync`, whether the worker's own writes wait for it too: claim, start, renew,
+    /// acknowledge, release. By default they do not (their transaction commits with
+    /// synchronous=NORMAL): what a caller was promised (a submit, cancel, reschedule, a dead
+    /// letter's retry or deletion, a schedule's change) is on disk when it completes, while a
+    /// power failure may undo the worker's last transitions, not a crash of the process (the
+    /// WAL is written either way). Undone, a started or acknowledged task is claimed again
+    /// when its lease runs out and its handler runs once more, which at-least-once allows;
+    /// its attempt count is then one lower than the calls made. A later fsync'd commit
+    /// covers every commit before it (the WAL is appended in order), so a power failure
+    /// never keeps a write and loses one made before it. true: every commit waits, at
+    /// about one fsync per start and per ack batch (the worker's throughput bound by the
+    /// disk's fsync latency).
+    bool fsync_worker = false;
 };
 
 /// What a dq::sqlite_store has written so far.

@@ -3,7 +3,8 @@
 //
 // The engine's thread: it takes the operations queued by the stores in groups of up to
 // max_group, runs each group in one write transaction (each operation in a savepoint of its
-// own, so that one that fails takes back only what it wrote), commits once (one fsync), and
+// own, so that one that fails takes back only what it wrote), commits once (one fsync, when
+// the group holds a write its caller is promised: sqlite_store_options::fsync_worker), and
 // then completes the group's operations and publishes the wake-up it made. The watchdog, a
 // second thread when operations have a timeout, answers those whose time ran out; it sees the
 // queue and the group being written under the same lock.
@@ -199,6 +200,17 @@ error_code sqlite_engine::transact(std::span<sqlite_op* const> ops, bool trim_to
     std::int64_t wake_at = 0;
     error_code group_ec;
     try {
+        // fsync for a group holding a promised write (a submit, a cancel...), not for one of
+        // the worker's transitions alone (sqlite_store_options::fsync_worker). A PRAGMA
+        // between transactions: SQLite reads the level at each commit.
+        const bool sync =
+            opt_.fsync &&
+            (opt_.fsync_worker ||
+             std::any_of(ops.begin(), ops.end(), [](const sqlite_op* op) { return op->durable; }));
+        if (sync != synced_) {
+            exec(sync ? "PRAGMA synchronous = FULL" : "PRAGMA synchronous = NORMAL");
+            synced_ = sync;
+        }
         exec("BEGIN IMMEDIATE");
         for (auto* op : ops) {
             exec("SAVEPOINT op");

@@ -121,6 +121,9 @@ public:
     }
 
     std::chrono::steady_clock::time_point deadline{}; // set (under the queue's lock) by push
+    // A write its caller is promised is on disk (a submit, a cancel...): its group commits
+    // with fsync. false for the worker's transitions (sqlite_store_options::fsync_worker).
+    bool durable = true;
 
 protected:
     virtual void post_results() = 0;
@@ -324,6 +327,7 @@ private:
     std::array<std::int64_t, 6> counts_{};
     std::vector<std::int64_t> woke_; // due times made delayed in this group
     bool logged_ = false;
+    bool synced_ = true; // PRAGMA synchronous is FULL now (NORMAL: false)
 
     std::atomic<std::uint64_t> transactions_{0};
     std::atomic<std::uint64_t> operations_{0};

@@ -145,6 +145,7 @@ void sqlite_engine::open() {
             }
         }
         exec(opt_.fsync ? "PRAGMA synchronous = FULL" : "PRAGMA synchronous = NORMAL");
+        synced_ = opt_.fsync;
         exec("BEGIN IMMEDIATE");
         exec(schema_sql);
         std::optional<std::int64_t> version;

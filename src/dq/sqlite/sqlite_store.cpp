@@ -109,16 +109,21 @@ void post_now(const store::executor_type& ex, H h, Args&&... args) {
     boost::asio::post(ex, boost::asio::append(std::move(h), std::forward<Args>(args)...));
 }
 
+// Whether an operation's commit must wait for fsync (sqlite_op::durable): the worker's
+// transitions need not (sqlite_store_options::fsync_worker).
+enum class commit { durable, worker };
+
 // Hands `fn` to the engine; fails the handler with operation_aborted when it is closed.
 template <typename... R, typename Fn>
 void enqueue(detail::sqlite_engine* engine, const store::executor_type& ex,
-             store::handler<void(error_code, R...)> h, Fn fn) {
+             store::handler<void(error_code, R...)> h, Fn fn, commit c = commit::durable) {
     if (!engine) {
         post_now(ex, std::move(h), error_code(boost::asio::error::operation_aborted), R{}...);
         return;
     }
     std::unique_ptr<detail::sqlite_op> op =
         std::make_unique<detail::fn_op<Fn, R...>>(ex, std::move(h), std::move(fn));
+    op->durable = c == commit::durable;
     if (!engine->push(op)) {
         // Stopped: complete it here (push left it with us).
         op->fail(boost::asio::error::operation_aborted);
@@ -307,7 +312,8 @@ void sqlite_store::do_claim(const claim_options& opt,
                             handler<void(boost::system::error_code, claim_result)> h) {
     enqueue<claim_result>(
         engine_.get(), ex_, std::move(h),
-        [opt](detail::sqlite_engine& e, error_code&, claim_result& r) { r = e.claim(opt); });
+        [opt](detail::sqlite_engine& e, error_code&, claim_result& r) { r = e.claim(opt); },
+        commit::worker);
 }
 
 void sqlite_store::do_start(std::vector<lease_ref> leases,
@@ -315,7 +321,8 @@ void sqlite_store::do_start(std::vector<lease_ref> leases,
     enqueue<std::vector<start_result>>(
         engine_.get(), ex_, std::move(h),
         [leases = std::move(leases)](detail::sqlite_engine& e, error_code&,
-                                     std::vector<start_result>& r) { r = e.start(leases); });
+                                     std::vector<start_result>& r) { r = e.start(leases); },
+        commit::worker);
 }
 
 void sqlite_store::do_renew(std::vector<lease_ref> leases, duration lease,
@@ -325,7 +332,8 @@ void sqlite_store::do_renew(std::vector<lease_ref> leases, duration lease,
         [leases = std::move(leases), lease](detail::sqlite_engine& e, error_code&,
                                             std::vector<ack_result>& r) {
             r = e.renew(leases, lease);
-        });
+        },
+        commit::worker);
 }
 
 void sqlite_store::do_acknowledge(
@@ -333,14 +341,16 @@ void sqlite_store::do_acknowledge(
     enqueue<std::vector<ack_result>>(
         engine_.get(), ex_, std::move(h),
         [acks = std::move(acks)](detail::sqlite_engine& e, error_code&,
-                                 std::vector<ack_result>& r) { r = e.acknowledge(acks); });
+                                 std::vector<ack_result>& r) { r = e.acknowledge(acks); },
+        commit::worker);
 }
 
 void sqlite_store::do_release(std::vector<lease_ref> leases,
                               handler<void(boost::system::error_code)> h) {
     enqueue<>(
         engine_.get(), ex_, std::move(h),
-        [leases = std::move(leases)](detail::sqlite_engine& e, error_code&) { e.release(leases); });
+        [leases = std::move(leases)](detail::sqlite_engine& e, error_code&) { e.release(leases); },
+        commit::worker);
 }
 
 void sqlite_store::wait_wakeup(handler<void(boost::system::error_code, time_point)> h) {
