@@ -104,7 +104,8 @@ public:
     /// The last failure to connect or of an established connection (empty if none).
     boost::system::error_code last_error() const noexcept { return impl_->last_error(); }
 
-    /// Counters of the connection's life (connects, writes, NOSCRIPT resends...).
+    /// Counters of the connection's life (connects, writes, NOSCRIPT resends, function
+    /// loads...).
     const connection_stats& stats() const noexcept { return impl_->stats(); }
 
     /// Sends a request and reads its replies into a response.
@@ -115,7 +116,11 @@ public:
      *
      * EVALSHA commands pushed with request::push_script that the server answers with
      * NOSCRIPT are resent as EVAL (which also loads the script), and their replies take the
-     * place of the NOSCRIPT errors: the caller sees the script's result.
+     * place of the NOSCRIPT errors: the caller sees the script's result. Likewise, an FCALL
+     * pushed with request::push_fcall finds its library: the connection writes FUNCTION LOAD
+     * ahead of the first call of a library on each connection, and when the server answers
+     * "Function not found" (the library was flushed, or the server restarted or changed),
+     * loads it again and resends the call once.
      *
      * Must be called on the connection's executor. The request and the response must stay
      * alive and unchanged until the operation completes.

@@ -2,8 +2,9 @@
 // timewheel/redis/detail/op_base.hpp
 //
 // What the connection keeps of a request in flight: the request and the response it fills,
-// its place in the queues, its deadline and, when the server answered NOSCRIPT, the EVAL
-// commands resent in place of the failed EVALSHAs. The completion is a function pointer, so
+// its place in the queues, its deadline and, when the server answered NOSCRIPT or "Function
+// not found", the commands resent in place of the failed ones (EVAL for an EVALSHA, the same
+// FCALL behind a new FUNCTION LOAD). The completion is a function pointer, so
 // that the connection is not a template: exec_op (a user's request) and the connection's own
 // requests (handshake, PING, SUBSCRIBE) complete differently.
 //
@@ -56,8 +57,8 @@ public:
     std::size_t replies_ = 0;                 // replies expected for what is being sent
     std::size_t received_ = 0;                // replies received in the first pass
     std::size_t next_script_ = 0;             // cursor in req_->script_calls()
-    std::vector<std::size_t> retry_commands_; // commands answered NOSCRIPT
-    std::string retry_payload_;               // their EVAL form
+    std::vector<std::size_t> retry_commands_; // answered NOSCRIPT or "Function not found"
+    std::string retry_payload_;               // what is resent: EVAL forms, FCALLs
     state state_ = state::idle;
     bool has_deadline_ = false;
     bool retrying_ = false;
