@@ -229,7 +229,8 @@ private:
                        [answered](error_code ec, std::size_t) { answered(ec, true); });
     }
 
-    // Runs one script per shard over `ids`; `decode` reads each result letter.
+    // Runs one script per shard over `ids`; `decode` reads each result letter (nothing for a
+    // letter the script never answers).
     template <typename Result, typename Push, typename Decode>
     void per_shard(const redis::script& script, const std::vector<std::string_view>& ids, Push push,
                    Decode decode, store::handler<void(error_code, std::vector<Result>)> h) {
@@ -251,13 +252,18 @@ private:
                         ec = replies::script_error(rep);
                         break;
                     }
-                    const auto letters = rep.as_string();
-                    if (letters.size() != g.members[c].size()) {
+                    // One known letter an item, or the reply is not the script's.
+                    const auto letters = rep.is_string() ? rep.as_string() : std::string_view();
+                    if (!rep.is_string() || letters.size() != g.members[c].size()) {
                         ec = error::store_error;
                         break;
                     }
-                    for (std::size_t k = 0; k < letters.size(); ++k) {
-                        out[g.members[c][k]] = decode(letters[k]);
+                    for (std::size_t k = 0; k < letters.size() && !ec; ++k) {
+                        if (const auto r = decode(letters[k])) {
+                            out[g.members[c][k]] = *r;
+                        } else {
+                            ec = error::store_error;
+                        }
                     }
                 }
             }

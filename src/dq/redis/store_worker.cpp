@@ -12,8 +12,24 @@
 #include <boost/asio/error.hpp>
 
 #include <algorithm>
+#include <optional>
 
 namespace timewheel::dq::detail {
+
+namespace {
+
+// A letter of renew.lua, ack.lua and release.lua: 'o' ok, 's' stale.
+std::optional<ack_result> ack_letter(char c) {
+    if (c == 'o') {
+        return ack_result::ok;
+    }
+    if (c == 's') {
+        return ack_result::stale;
+    }
+    return std::nullopt;
+}
+
+} // namespace
 
 using replies::ms;
 using replies::script_error;
@@ -132,10 +148,17 @@ void redis_store_impl::start(std::vector<lease_ref> leases,
                 a.add(leases[i].token);
             }
         },
-        [](char c) {
-            return c == 'r'   ? start_result::started
-                   : c == 'e' ? start_result::too_early
-                              : start_result::stale;
+        [](char c) -> std::optional<start_result> {
+            switch (c) {
+            case 'r':
+                return start_result::started;
+            case 'e':
+                return start_result::too_early;
+            case 's':
+                return start_result::stale;
+            default:
+                return std::nullopt;
+            }
         },
         std::move(h));
 }
@@ -152,7 +175,7 @@ void redis_store_impl::renew(std::vector<lease_ref> leases, duration lease,
                 a.add(leases[i].token);
             }
         },
-        [](char c) { return c == 'o' ? ack_result::ok : ack_result::stale; }, std::move(h));
+        ack_letter, std::move(h));
 }
 
 void redis_store_impl::acknowledge(std::vector<ack> acks,
@@ -187,7 +210,7 @@ void redis_store_impl::acknowledge(std::vector<ack> acks,
                 a.add(k.outcome.error);
             }
         },
-        [](char c) { return c == 'o' ? ack_result::ok : ack_result::stale; }, std::move(h));
+        ack_letter, std::move(h));
 }
 
 void redis_store_impl::release(std::vector<lease_ref> leases, store::handler<void(error_code)> h) {
@@ -203,7 +226,7 @@ void redis_store_impl::release(std::vector<lease_ref> leases, store::handler<voi
                 a.add(leases[i].token);
             }
         },
-        [](char c) { return c == 'o' ? ack_result::ok : ack_result::stale; },
+        ack_letter,
         store::handler<void(error_code, std::vector<ack_result>)>(
             [h = std::move(h)](error_code ec, std::vector<ack_result>) mutable {
                 std::move(h)(ec);
