@@ -7,6 +7,10 @@
 // same input are in support/store_cases.hpp; this file proves the checks sit in the one
 // place they all go through, so a new store cannot forget one.
 //
+// Its last cases check the other direction for dq::redis_store: what Redis answers. A fake
+// Redis (support/fake_redis.hpp) answers each operation's script call with a hostile reply;
+// the operation must complete once, with an error and no result, and the store work again.
+//
 
 #define BOOST_TEST_MODULE dq_store_checks
 #include <boost/test/unit_test.hpp>
@@ -22,6 +26,7 @@
 
 #include <boost/asio/io_context.hpp>
 
+#include <algorithm>
 #include <cctype>
 #include <functional>
 #include <optional>
@@ -647,4 +652,28 @@ BOOST_FIXTURE_TEST_CASE(a_hostile_time_reply_or_silence_fails_once_and_the_store
         timewheel::test::run_until(io, [&] { return fake.connections > connections; }));
     const auto good_ec = run(cancel).first;
     BOOST_TEST(!good_ec, good_ec.message());
+}
+
+BOOST_FIXTURE_TEST_CASE(a_claim_answered_with_more_tasks_than_it_asked_for_fails, hostile_fixture) {
+    const auto ops = operations();
+    const auto& claim =
+        *std::find_if(ops.begin(), ops.end(), [](const operation& o) { return o.name == "claim"; });
+    // claim.lua's reply: the clock, the next due, then 9 elements a task.
+    const auto reply = [](int tasks) {
+        std::string r = "*" + std::to_string(2 + 9 * tasks) + "\r\n:1700000000000\r\n:-1\r\n";
+        for (int i = 0; i < tasks; ++i) {
+            const auto id = std::to_string(i);
+            r += "$" + std::to_string(id.size()) + "\r\n" + id +
+                 "\r\n$2\r\ntk\r\n:1700000000000\r\n:1\r\n$1\r\np\r\n:3\r\n:100\r\n:1000\r\n:0\r\n";
+        }
+        return r;
+    };
+    fake.script = {reply(5)}; // the operation asks for 4
+    const auto [ec, result] = run(claim);
+    BOOST_TEST(ec == error_code(dq::error::store_error), ec.message());
+    BOOST_TEST(!result);
+    fake.script = {reply(4)};
+    const auto [good_ec, good_result] = run(claim);
+    BOOST_TEST(!good_ec, good_ec.message());
+    BOOST_TEST(good_result);
 }

@@ -189,10 +189,11 @@ std::optional<std::int64_t> time_reply(redis::reply rep) {
     return v[0] * 1000 + v[1] / 1000;
 }
 
-claim_head claim_reply(redis::reply rep, std::vector<claimed_task>& tasks) {
+claim_head claim_reply(redis::reply rep, std::size_t limit, std::vector<claimed_task>& tasks) {
     // Checked before any element is read: elements() has no bounds, and a task is 9 of them.
+    // More tasks than asked for is not claim.lua's answer either.
     const std::size_t n = rep.size(); // throws unless an array
-    if (n < 2 || (n - 2) % 9 != 0) {
+    if (n < 2 || (n - 2) % 9 != 0 || (n - 2) / 9 > limit) {
         throw std::runtime_error("dq::redis_store: a claim reply of " + std::to_string(n) +
                                  " elements");
     }

@@ -68,8 +68,9 @@ struct claim_head {
     std::int64_t next_due = -1;
 };
 
-/// Decodes one shard's claim.lua reply, appending its tasks to `tasks`.
-claim_head claim_reply(redis::reply rep, std::vector<claimed_task>& tasks);
+/// Decodes one shard's claim.lua reply, asked for at most `limit` tasks, appending its tasks
+/// to `tasks`; throws on a malformed one (more tasks than `limit` included).
+claim_head claim_reply(redis::reply rep, std::size_t limit, std::vector<claimed_task>& tasks);
 
 } // namespace timewheel::dq::detail::replies
 

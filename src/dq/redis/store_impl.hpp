@@ -151,7 +151,7 @@ private:
                            call_args& a);
     error_code time_only_reply(const redis::response& resp, claim_result& out);
     error_code claim_replies(const redis::response& resp, const std::vector<std::size_t>& visit,
-                             claim_result& out);
+                             const std::vector<std::size_t>& limits, claim_result& out);
     grouping group(const std::vector<std::string_view>& ids) const;
     static std::vector<std::string_view> ids_of(const std::vector<lease_ref>& leases);
 

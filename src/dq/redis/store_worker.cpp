@@ -45,9 +45,11 @@ void redis_store_impl::claim(const claim_options& opt,
     const std::size_t start_due = std::min(opt.start_due, opt.batch);
     const std::size_t start_base = n == 0 ? 0 : start_due / n;
     const std::size_t start_extra = n == 0 ? 0 : start_due % n;
+    std::vector<std::size_t> limits(n);
     for (std::size_t i = 0; i < n; ++i) {
         std::size_t limit = base + (i < extra ? 1 : 0);
         limit = std::min<std::size_t>(limit, 2000);
+        limits[i] = limit;
         // start_due is spread as the batch is: the total never exceeds it.
         const std::size_t starts =
             std::min(limit, start_base + (i < start_extra ? std::size_t(1) : 0));
@@ -64,12 +66,12 @@ void redis_store_impl::claim(const claim_options& opt,
         // Nothing due by the cache: only the store's clock, for the worker's offset.
         st->req.push("TIME");
     }
-    run(st, [self = shared_from_this(), h = std::move(h), visit](error_code ec,
-                                                                 redis::response& resp) mutable {
+    run(st, [self = shared_from_this(), h = std::move(h), visit,
+             limits = std::move(limits)](error_code ec, redis::response& resp) mutable {
         claim_result out;
         if (!ec) {
             ec = visit.empty() ? self->time_only_reply(resp, out)
-                               : self->claim_replies(resp, visit, out);
+                               : self->claim_replies(resp, visit, limits, out);
         }
         self->finish(std::move(h), ec, std::move(out));
     });
@@ -90,7 +92,8 @@ auto redis_store_impl::time_only_reply(const redis::response& resp, claim_result
 }
 
 auto redis_store_impl::claim_replies(const redis::response& resp,
-                                     const std::vector<std::size_t>& visit, claim_result& out)
+                                     const std::vector<std::size_t>& visit,
+                                     const std::vector<std::size_t>& limits, claim_result& out)
     -> error_code {
     error_code first_error;
     bool any = false;
@@ -111,7 +114,7 @@ auto redis_store_impl::claim_replies(const redis::response& resp,
         replies::claim_head head;
         const std::size_t before = out.tasks.size();
         try {
-            head = replies::claim_reply(rep, out.tasks);
+            head = replies::claim_reply(rep, i < limits.size() ? limits[i] : 0, out.tasks);
         } catch (const std::exception&) {
             out.tasks.resize(before); // whole replies only
             if (!first_error) {
