@@ -6,7 +6,7 @@
 # Usage: bash scripts/fuzz.sh [SECONDS] [FILTER]
 #   SECONDS  time per target (default 60; 600 = the 10 minutes each of a release check)
 #   FILTER   an extended regex on target names (request, task_json, rfc3339, callback_url,
-#            retry_after, redis_reply, cron_expression), e.g. 'request|redis'
+#            retry_after, redis_reply, redis_topology, cron_expression), e.g. 'request|redis'
 # One target at a time, under nice: the fuzzer uses one core. A finding does not stop the
 # run (-fork=1 -ignore_crashes=1): every crash, leak, timeout or out-of-memory input is kept
 # in build-fuzz/fuzz-work/<target>/artifacts/ (outside git); replay one with

@@ -85,24 +85,40 @@ error_code first_error(std::vector<error_code> const& errors) {
     return first;
 }
 
-// CLUSTER SLOTS: [[first, last, [host, port, id...], replicas...], ...]
-bool parse_cluster_slots(reply r, std::string const& asked_host,
+} // namespace
+
+// CLUSTER SLOTS: [[first, last, [host, port, id...], replicas...], ...]. What a node sends
+// is not trusted: at most one entry a slot (a longer reply is refused before it is walked,
+// and the walk is linear: reply::operator[] is not), each slot once, a host name of at most
+// 255 bytes.
+bool parse_cluster_slots(reply const& r, std::string_view asked_host,
                          std::vector<cluster_slot_range>& out) {
     out.clear();
-    if (!r.is_array())
+    if (!r.is_array() || r.size() > hash_slot_count)
         return false;
-    for (std::size_t i = 0; i < r.size(); ++i) {
-        auto const entry = r[i];
+    std::vector<bool> seen(hash_slot_count);
+    for (auto const& entry : r.elements()) {
         if (!entry.is_array() || entry.size() < 3)
             return false;
-        auto const first = entry[0], last = entry[1], master = entry[2];
-        if (!first.is_integer() || !last.is_integer() || !master.is_array() || master.size() < 2 ||
-            !master[0].is_string() || !master[1].is_integer())
+        auto const fields = entry.elements();
+        auto const first = fields[0], last = fields[1], master = fields[2];
+        if (!first.is_integer() || !last.is_integer() || !master.is_array() || master.size() < 2)
             return false;
-        auto const lo = first.as_integer(), hi = last.as_integer(), port = master[1].as_integer();
+        auto const address = master.elements();
+        if (!address[0].is_string() || !address[1].is_integer())
+            return false;
+        auto const lo = first.as_integer(), hi = last.as_integer(), port = address[1].as_integer();
         if (lo < 0 || hi < lo || hi >= hash_slot_count || port <= 0 || port > 65535)
             return false;
-        std::string host(master[0].as_string());
+        auto const name = address[0].as_string();
+        if (name.size() > 255)
+            return false;
+        for (auto s = lo; s <= hi; ++s) {
+            if (seen[static_cast<std::size_t>(s)])
+                return false; // a slot served twice: no map at all rather than a guess
+            seen[static_cast<std::size_t>(s)] = true;
+        }
+        std::string host(name);
         if (host.empty() || host == "?")
             host = asked_host; // the node does not know its own address: the one we used
         out.push_back({static_cast<std::uint16_t>(lo),
@@ -111,8 +127,6 @@ bool parse_cluster_slots(reply r, std::string const& asked_host,
     }
     return !out.empty();
 }
-
-} // namespace
 
 struct cluster_impl::command_state {
     cluster_command command;
@@ -222,7 +236,7 @@ net::awaitable<error_code> cluster_impl::refresh() {
             co_return net::error::operation_aborted;
         if (exec_ec || resp.size() != 1)
             continue;
-        if (!parse_cluster_slots(resp[0], map_.nodes()[node].host, ranges))
+        if (!detail::parse_cluster_slots(resp[0], map_.nodes()[node].host, ranges))
             continue;
         map_.assign(ranges);
         masters_.clear();

@@ -86,6 +86,7 @@ connection_impl::connection_impl(const executor_type& ex, config cfg)
                     "redis::config::sentinels: every Sentinel needs a host and a port");
             }
         }
+        sentinel_order_ = cfg_.sentinels;
     } else if (!cfg_.unix_socket.empty()) {
         endpoint_ = net::local::stream_protocol::endpoint(cfg_.unix_socket);
         tcp_ = false;
@@ -241,6 +242,7 @@ void connection_impl::connect() {
     boost::system::error_code ignored;
     socket_.close(ignored);
     if (!cfg_.sentinels.empty()) {
+        sentinel_round_ = sentinel_order_;
         sentinel_next_ = 0;
         ask_sentinel(gen);
         return;
@@ -252,11 +254,11 @@ void connection_impl::connect() {
 // request_timeout), then the master its own connect_timeout: a silent Sentinel is skipped,
 // not waited for, and the address found is not cut short by the search.
 void connection_impl::ask_sentinel(std::uint64_t gen) {
-    if (sentinel_next_ >= cfg_.sentinels.size()) {
+    if (sentinel_next_ >= sentinel_round_.size()) {
         fail(make_error_code(error::no_master), false);
         return;
     }
-    const auto& target = cfg_.sentinels[sentinel_next_++];
+    const auto& target = sentinel_round_[sentinel_next_++];
     config sc;
     sc.host = target.host;
     sc.port = target.port;
@@ -284,29 +286,50 @@ void connection_impl::ask_sentinel(std::uint64_t gen) {
         });
 }
 
+std::optional<host_port> parse_master_address(const reply& r) {
+    if (!r.is_array() || r.size() != 2) {
+        return std::nullopt;
+    }
+    const auto parts = r.elements();
+    if (!parts[0].is_string() || !parts[1].is_string()) {
+        return std::nullopt;
+    }
+    const auto h = parts[0].as_string();
+    const auto p = parts[1].as_string();
+    unsigned port = 0;
+    const auto [end, pec] = std::from_chars(p.data(), p.data() + p.size(), port);
+    if (h.empty() || h.size() > 255 || pec != std::errc() || end != p.data() + p.size() ||
+        port == 0 || port > 65535) {
+        return std::nullopt;
+    }
+    return host_port{std::string(h), static_cast<std::uint16_t>(port)};
+}
+
 void connection_impl::on_sentinel_answer(boost::system::error_code ec, std::uint64_t gen) {
     if (gen != gen_ || state_ != conn_state::connecting) {
         return;
     }
-    std::string host;
-    unsigned port = 0;
+    std::optional<host_port> found;
     if (!ec && sentinel_resp_.size() == 1) {
-        const reply r = sentinel_resp_.at(0);
-        if (r.is_array() && r.size() == 2) {
-            const auto parts = r.elements();
-            if (parts[0].is_string() && parts[1].is_string()) {
-                const auto h = parts[0].as_string();
-                const auto p = parts[1].as_string();
-                const auto [end, pec] = std::from_chars(p.data(), p.data() + p.size(), port);
-                if (!h.empty() && h.size() <= 255 && pec == std::errc() &&
-                    end == p.data() + p.size() && port > 0 && port <= 65535) {
-                    host = h;
-                }
-            }
-        }
+        found = parse_master_address(sentinel_resp_.at(0));
     }
+    const std::string host = found ? found->host : std::string();
+    const unsigned port = found ? found->port : 0;
     sentinel_conn_->close();
     sentinel_conn_.reset();
+    // The one asked moves to the front when it answered, after the others when it did not.
+    const auto& asked = sentinel_round_[sentinel_next_ - 1];
+    const auto at =
+        std::find_if(sentinel_order_.begin(), sentinel_order_.end(), [&](const host_port& s) {
+            return s.host == asked.host && s.port == asked.port;
+        });
+    if (at != sentinel_order_.end()) {
+        if (host.empty()) {
+            std::rotate(at, at + 1, sentinel_order_.end());
+        } else {
+            std::rotate(sentinel_order_.begin(), at, at + 1);
+        }
+    }
     if (host.empty()) {
         ask_sentinel(gen); // no answer, nil (master unknown), or not an address: the next one
         return;

@@ -46,6 +46,12 @@ private:
         return of(t).add(type, 0, s, len, false);
     }
     static void* on_array(const redisReadTask* t, int elements) {
+        // A nil array (-1) comes as nil; a count below that is refused by the hiredis
+        // versions we know, and refused here whatever the version: read as a size_t, an
+        // array of -5 elements would be one of 2^64-5.
+        if (elements < 0) {
+            return nullptr;
+        }
         return of(t).add(reply_type::array, elements, nullptr, 0, elements > 0);
     }
     static void* on_integer(const redisReadTask* t, long long value) {
@@ -67,6 +73,11 @@ private:
         // past the budget, hiredis takes the null as an error and the reply fails.
         bytes_ += len + element_cost;
         if (bytes_ > max_bytes_) {
+            return nullptr;
+        }
+        // hiredis 0.14 refuses arrays nested deeper than 7, but hiredis 1.x grows its task
+        // stack without end (Conan may pick either): past our own stack, the reply fails.
+        if (opens && depth_ == stack_.size()) {
             return nullptr;
         }
         std::uint32_t index = 0;

@@ -7,17 +7,28 @@
 // same input are in support/store_cases.hpp; this file proves the checks sit in the one
 // place they all go through, so a new store cannot forget one.
 //
+// Its last cases check the other direction for dq::redis_store: what Redis answers. A fake
+// Redis (support/fake_redis.hpp) answers each operation's script call with a hostile reply;
+// the operation must complete once, with an error and no result, and the store work again.
+//
 
 #define BOOST_TEST_MODULE dq_store_checks
 #include <boost/test/unit_test.hpp>
 
 #include <timewheel/dq/detail/input_checks.hpp>
 #include <timewheel/dq/error.hpp>
+#include <timewheel/dq/redis_store.hpp>
 #include <timewheel/dq/store.hpp>
+#include <timewheel/redis/error.hpp>
+
+#include <test/dq/support/fake_redis.hpp>
+#include <test/redis/support/redis_fixture.hpp>
 
 #include <boost/asio/io_context.hpp>
 
+#include <algorithm>
 #include <cctype>
+#include <functional>
 #include <optional>
 #include <string>
 #include <vector>
@@ -324,4 +335,345 @@ BOOST_FIXTURE_TEST_CASE(a_listing_cursor_carries_its_position_and_bad_input_neve
     bad.id_prefix = std::string("a\0", 2);
     BOOST_TEST(listing(bad) == error_code(dq::error::invalid_id));
     BOOST_TEST(store.listed.size() == 2u);
+}
+
+// What Redis answers is checked too: dq::redis_store against a fake Redis
+// (support/fake_redis.hpp) that answers each operation's script call with a hostile reply.
+// Each operation must complete once, with an error and no result, and the store must work
+// again as soon as the replies are well-formed.
+
+namespace {
+
+namespace net = boost::asio;
+using timewheel::test::fake_redis;
+using namespace std::chrono_literals;
+
+// An operation of the store, and a well-formed reply of its script. `first` answers a script
+// call made before the one under test (list_tasks before task_entries); `empty_ok`: an empty
+// array is a well-formed (empty) answer.
+struct operation {
+    using start_fn = std::function<void(dq::redis_store&, std::function<void(error_code, bool)>)>;
+    operation(std::string n, std::string g, start_fn s, std::string f = {}, bool e = false)
+        : name(std::move(n))
+        , good(std::move(g))
+        , start(std::move(s))
+        , first(std::move(f))
+        , empty_ok(e) {}
+    std::string name;
+    std::string good;
+    start_fn start;
+    std::string first;
+    bool empty_ok;
+};
+
+constexpr auto t0 = dq::time_point(dq::duration(1700000000000));
+
+// The handler of an operation that completes with an error code alone.
+auto only_error(std::function<void(error_code, bool)> d) {
+    return [d = std::move(d)](error_code ec) { d(ec, false); };
+}
+
+std::vector<operation> operations() {
+    using done = std::function<void(error_code, bool)>;
+    const auto leases = [] { return std::vector<dq::lease_ref>{lease("a")}; };
+    dq::materialisation m;
+    m.schedule_id = "s";
+    m.cursor = t0;
+    m.payload = "p";
+    dq::schedule_spec spec;
+    spec.id = "s";
+    spec.every = 1000ms;
+    spec.payload = "p";
+    dq::task_query q;
+    q.limit = 10;
+    return {
+        {"submit", "*1\r\n$7\r\ncreated\r\n",
+         [](dq::redis_store& s, done d) {
+             dq::task t;
+             t.id = "a";
+             t.due = t0;
+             t.payload = "p";
+             s.submit(std::move(t),
+                      [d](error_code ec, dq::submit_result, std::string) { d(ec, false); });
+         }},
+        {"cancel", "$9\r\ncancelled\r\n",
+         [](dq::redis_store& s, done d) {
+             s.cancel("a", [d](error_code ec, dq::cancel_result) { d(ec, false); });
+         }},
+        {"reschedule", "$2\r\nok\r\n",
+         [](dq::redis_store& s, done d) { s.reschedule("a", t0, only_error(d)); }},
+        {"requeue_dead", "$2\r\nok\r\n",
+         [](dq::redis_store& s, done d) { s.requeue_dead("a", t0, only_error(d)); }},
+        {"delete_dead", "$2\r\nok\r\n",
+         [](dq::redis_store& s, done d) { s.delete_dead("a", only_error(d)); }},
+        {"status",
+         "*10\r\n$7\r\ndelayed\r\n:0\r\n:1000\r\n:1000\r\n:1000\r\n:3\r\n:100\r\n:1000\r\n$0\r\n"
+         "\r\n$1\r\np\r\n",
+         [](dq::redis_store& s, done d) {
+             s.status("a", [d](error_code ec, dq::task_status st) { d(ec, !st.id.empty()); });
+         }},
+        {"list_dead", "*4\r\n$1\r\na\r\n:5\r\n:1\r\n$3\r\nerr\r\n",
+         [](dq::redis_store& s, done d) {
+             s.list_dead("", 10,
+                         [d](error_code ec, dq::dead_page p) { d(ec, !p.entries.empty()); });
+         },
+         "", true},
+        {"claim", "*2\r\n:1700000000000\r\n:-1\r\n",
+         [](dq::redis_store& s, done d) {
+             dq::claim_options o;
+             o.worker = "w";
+             o.batch = 4;
+             s.claim(o, [d](error_code ec, dq::claim_result r) { d(ec, !r.tasks.empty()); });
+         }},
+        {"start", "$1\r\nr\r\n",
+         [leases](dq::redis_store& s, done d) {
+             s.start(leases(),
+                     [d](error_code ec, std::vector<dq::start_result> r) { d(ec, !r.empty()); });
+         }},
+        {"renew", "$1\r\no\r\n",
+         [leases](dq::redis_store& s, done d) {
+             s.renew(leases(), 1000ms,
+                     [d](error_code ec, std::vector<dq::ack_result> r) { d(ec, !r.empty()); });
+         }},
+        {"ack", "$1\r\no\r\n",
+         [](dq::redis_store& s, done d) {
+             s.acknowledge({ack_of(lease("a"))}, [d](error_code ec, std::vector<dq::ack_result> r) {
+                 d(ec, !r.empty());
+             });
+         }},
+        {"release", "$1\r\no\r\n",
+         [leases](dq::redis_store& s, done d) { s.release(leases(), only_error(d)); }},
+        {"earliest_due", "*2\r\n:1700000000000\r\n:-1\r\n",
+         [](dq::redis_store& s, done d) {
+             s.earliest_due([d](error_code ec, dq::time_point, std::optional<dq::time_point> e) {
+                 d(ec, e.has_value());
+             });
+         }},
+        {"list_tasks", "*3\r\n:0\r\n:0\r\n$0\r\n\r\n",
+         [q](dq::redis_store& s, done d) {
+             s.list_tasks(q, [d](error_code ec, dq::task_page p) { d(ec, !p.entries.empty()); });
+         }},
+        {"task_entries", "*5\r\n:1\r\n:1000\r\n:0\r\n$0\r\n\r\n$1\r\np\r\n",
+         [q](dq::redis_store& s, done d) {
+             s.list_tasks(q, [d](error_code ec, dq::task_page p) { d(ec, !p.entries.empty()); });
+         },
+         "*5\r\n:0\r\n:0\r\n$0\r\n\r\n:1000\r\n$1\r\na\r\n"},
+        {"count_tasks", "*9\r\n:1700000000000\r\n:1\r\n:0\r\n:0\r\n:0\r\n:0\r\n:0\r\n:0\r\n:-1\r\n",
+         [](dq::redis_store& s, done d) {
+             s.count_tasks([d](error_code ec, dq::task_counts c) { d(ec, c.delayed != 0); });
+         }},
+        {"create_schedule", "$7\r\ncreated\r\n",
+         [spec](dq::redis_store& s, done d) {
+             s.create_schedule(spec,
+                               [d](error_code ec, dq::create_schedule_result) { d(ec, false); });
+         }},
+        {"delete_schedule", "$2\r\nok\r\n",
+         [](dq::redis_store& s, done d) { s.delete_schedule("s", only_error(d)); }},
+        {"get_schedule", "",
+         [](dq::redis_store& s, done d) {
+             s.get_schedule(
+                 "s", [d](error_code ec, dq::schedule_status st) { d(ec, !st.spec.id.empty()); });
+         }},
+        {"list_schedules", "*0\r\n",
+         [](dq::redis_store& s, done d) {
+             s.list_schedules(
+                 "", 10, [d](error_code ec, dq::schedule_page p) { d(ec, !p.entries.empty()); });
+         },
+         "", true},
+        {"due_schedules", "*1\r\n:1700000000000\r\n",
+         [](dq::redis_store& s, done d) {
+             s.due_schedules(1000ms, 10, [d](error_code ec, dq::due_schedules_result r) {
+                 d(ec, !r.schedules.empty());
+             });
+         }},
+        {"materialise", "*3\r\n:1\r\n:1\r\n:0\r\n",
+         [m](dq::redis_store& s, done d) {
+             s.materialise({m}, [d](error_code ec, std::vector<dq::materialise_result> r) {
+                 d(ec, !r.empty());
+             });
+         }},
+    };
+}
+
+// A hostile reply; `whole`: it arrives complete and well-formed as RESP, so the store itself
+// must refuse it (store_error), where a broken one fails the connection first.
+struct hostile {
+    std::string what;
+    fake_redis::answer answer;
+    bool whole = true;
+};
+
+std::vector<hostile> hostile_replies() {
+    std::string nested;
+    for (int i = 0; i < 40; ++i) {
+        nested += "*1\r\n";
+    }
+    std::string strings = "*12\r\n";
+    std::string integers = "*40\r\n";
+    for (int i = 0; i < 40; ++i) {
+        strings += i < 12 ? "$1\r\nx\r\n" : "";
+        integers += ":1\r\n";
+    }
+    return {
+        {"an integer", {":7\r\n"}},
+        {"an error", {"-ERR hostile\r\n"}},
+        {"a nil", {"$-1\r\n"}},
+        {"a nil array", {"*-1\r\n"}},
+        {"an empty array", {"*0\r\n"}},
+        {"a short array", {"*1\r\n$1\r\nx\r\n"}},
+        {"a long array of integers", {integers}},
+        {"an array of strings", {strings}},
+        {"an array holding an array", {"*2\r\n*1\r\n:1\r\n:2\r\n"}},
+        {"an unknown word", {"$5\r\nbogus\r\n"}},
+        {"an unknown letter", {"$1\r\nz\r\n"}},
+        {"100 MB announced, 64 KiB sent",
+         {"$104857600\r\n" + std::string(65536, 'x'), true},
+         false},
+        {"2^31-1 elements announced", {"*2147483647\r\n:1\r\n", true}, false},
+        {"a negative count", {"*-5\r\n:1\r\n", true}, false},
+        {"arrays nested 40 deep", {nested + ":1\r\n", true}, false},
+        {"a reply cut short", {"*4\r\n$1\r\na\r\n:5\r", true}, false},
+        {"garbage", {std::string("\x00\xff garbage\r\n\r\n", 14), true}, false},
+    };
+}
+
+struct hostile_fixture {
+    net::io_context io;
+    fake_redis fake{io};
+    dq::redis_store store{io.get_executor(), config(fake.port()), options()};
+
+    static timewheel::redis::config config(std::uint16_t port) {
+        timewheel::redis::config cfg;
+        cfg.host = "127.0.0.1";
+        cfg.port = port;
+        cfg.request_timeout = 2s; // silence fails after this
+        cfg.reconnect_min_delay = 1ms;
+        cfg.reconnect_max_delay = 5ms;
+        return cfg;
+    }
+    static dq::redis_store_options options() {
+        dq::redis_store_options o;
+        o.name = "h";
+        o.shards = 1; // one script call an operation
+        o.buckets = 1;
+        return o;
+    }
+
+    // Runs `op`: its error and whether it carried a result. Fails unless it completed exactly
+    // once (a second completion would be posted by the first's turn: polled for).
+    std::pair<error_code, bool> run(const operation& op) {
+        int completions = 0;
+        std::pair<error_code, bool> out;
+        op.start(store, [&](error_code ec, bool result) {
+            ++completions;
+            out = {ec, result};
+        });
+        BOOST_REQUIRE_MESSAGE(timewheel::test::run_until(
+                                  io, [&] { return completions > 0; }, 30s),
+                              op.name << " never completed");
+        io.restart();
+        io.poll();
+        BOOST_TEST(completions == 1);
+        return out;
+    }
+};
+
+} // namespace
+
+BOOST_FIXTURE_TEST_CASE(a_hostile_reply_fails_its_operation_once_and_the_store_goes_on,
+                        hostile_fixture) {
+    for (const auto& op : operations()) {
+        for (const auto& h : hostile_replies()) {
+            if (op.empty_ok && h.answer.bytes == "*0\r\n") {
+                continue;
+            }
+            BOOST_TEST_CONTEXT(op.name << " answered " << h.what) {
+                if (!op.first.empty()) {
+                    fake.queued.push_back({op.first});
+                }
+                fake.script = h.answer;
+                const int before = fake.script_calls;
+                const auto [ec, result] = run(op);
+                BOOST_TEST(ec.failed());
+                if (h.whole) {
+                    BOOST_TEST(ec == error_code(dq::error::store_error), ec.message());
+                }
+                BOOST_TEST(!result);
+                BOOST_TEST(fake.script_calls > before); // the reply under test was read
+                fake.queued.clear();
+                if (op.good.empty()) {
+                    continue;
+                }
+                if (!op.first.empty()) {
+                    fake.queued.push_back({op.first});
+                }
+                fake.script = {op.good};
+                const auto [good_ec, good_result] = run(op);
+                BOOST_TEST(!good_ec, good_ec.message());
+                (void)good_result;
+            }
+        }
+    }
+}
+
+BOOST_FIXTURE_TEST_CASE(a_hostile_time_reply_or_silence_fails_once_and_the_store_goes_on,
+                        hostile_fixture) {
+    const operation probe{
+        "probe", "", [](dq::redis_store& s, auto d) {
+            s.probe([d](error_code ec, dq::time_point t) { d(ec, t != dq::time_point()); });
+        }};
+    for (const auto& bad :
+         {":7\r\n", "*2\r\n:1\r\n:2\r\n", "*2\r\n$3\r\nabc\r\n$1\r\n0\r\n",
+          "*2\r\n$2\r\n-1\r\n$1\r\n0\r\n", "*2\r\n$1\r\n1\r\n$7\r\n1000000\r\n",
+          "*2\r\n$20\r\n99999999999999999999\r\n$1\r\n0\r\n", "*3\r\n:1\r\n:2\r\n:3\r\n"}) {
+        BOOST_TEST_CONTEXT("TIME answered " << bad) {
+            fake.time = {bad};
+            const auto [ec, result] = run(probe);
+            BOOST_TEST(ec == error_code(dq::error::store_error), ec.message());
+            BOOST_TEST(!result);
+        }
+    }
+    fake.time = {"*2\r\n$10\r\n1700000000\r\n$6\r\n000000\r\n"};
+    const auto [ec, result] = run(probe);
+    BOOST_TEST(!ec, ec.message());
+    BOOST_TEST(result);
+
+    // Silence: the request times out; the store works again on a new connection.
+    const auto ops = operations();
+    const auto& cancel = ops.at(1);
+    fake.script = {"", false, true};
+    const auto silent_ec = run(cancel).first;
+    BOOST_TEST(silent_ec == error_code(timewheel::redis::error::request_timeout),
+               silent_ec.message());
+    fake.script = {cancel.good};
+    const int connections = fake.connections;
+    fake.drop_connections();
+    BOOST_TEST_REQUIRE(
+        timewheel::test::run_until(io, [&] { return fake.connections > connections; }));
+    const auto good_ec = run(cancel).first;
+    BOOST_TEST(!good_ec, good_ec.message());
+}
+
+BOOST_FIXTURE_TEST_CASE(a_claim_answered_with_more_tasks_than_it_asked_for_fails, hostile_fixture) {
+    const auto ops = operations();
+    const auto& claim =
+        *std::find_if(ops.begin(), ops.end(), [](const operation& o) { return o.name == "claim"; });
+    // claim.lua's reply: the clock, the next due, then 9 elements a task.
+    const auto reply = [](int tasks) {
+        std::string r = "*" + std::to_string(2 + 9 * tasks) + "\r\n:1700000000000\r\n:-1\r\n";
+        for (int i = 0; i < tasks; ++i) {
+            const auto id = std::to_string(i);
+            r += "$" + std::to_string(id.size()) + "\r\n" + id +
+                 "\r\n$2\r\ntk\r\n:1700000000000\r\n:1\r\n$1\r\np\r\n:3\r\n:100\r\n:1000\r\n:0\r\n";
+        }
+        return r;
+    };
+    fake.script = {reply(5)}; // the operation asks for 4
+    const auto [ec, result] = run(claim);
+    BOOST_TEST(ec == error_code(dq::error::store_error), ec.message());
+    BOOST_TEST(!result);
+    fake.script = {reply(4)};
+    const auto [good_ec, good_result] = run(claim);
+    BOOST_TEST(!good_ec, good_ec.message());
+    BOOST_TEST(good_result);
 }

@@ -135,6 +135,46 @@ BOOST_AUTO_TEST_CASE(sentinels_that_are_silent_flood_or_answer_no_address_are_sk
     conn.close();
 }
 
+// As redis-py and Jedis do: the Sentinel that answered is asked first next time, one that
+// failed after the others. Each reconnection is forced by killing the client on the master.
+BOOST_AUTO_TEST_CASE(the_sentinel_that_answered_is_asked_first_and_a_failed_one_last,
+                     *boost::unit_test::precondition(redis_available())) {
+    redis_server master;
+    net::io_context io;
+    fake_sentinel silent(io, "");
+    fake_sentinel second(io, address_reply("127.0.0.1", master.port()));
+    fake_sentinel third(io, address_reply("127.0.0.1", master.port()));
+    redis::connection conn(io,
+                           sentinel_config({silent.address(), second.address(), third.address()}));
+    BOOST_TEST_REQUIRE(!ping(io, conn));
+    BOOST_TEST(silent.asked == 1);
+    BOOST_TEST(second.asked == 1);
+    BOOST_TEST(third.asked == 0);
+    const auto reconnect = [&](std::uint64_t connects) {
+        master.command(timewheel::test::resp_command({"CLIENT", "KILL", "TYPE", "normal"}));
+        BOOST_TEST_REQUIRE(run_until(io, [&] { return conn.stats().connects == connects; }));
+        BOOST_TEST_REQUIRE(!ping(io, conn));
+    };
+    // Order now: second, third, silent. The second answers again at once.
+    reconnect(2);
+    BOOST_TEST(second.asked == 2);
+    BOOST_TEST(silent.asked == 1);
+    BOOST_TEST(third.asked == 0);
+    // The second knows no master now: it goes last, and the third, which answers, first.
+    second.answer = "*-1\r\n";
+    reconnect(3);
+    BOOST_TEST(second.asked == 3);
+    BOOST_TEST(third.asked == 1);
+    BOOST_TEST(silent.asked == 1); // after the third, which answered
+    // Order: third, silent, second. The third is asked first.
+    reconnect(4);
+    BOOST_TEST(third.asked == 2);
+    BOOST_TEST(silent.asked == 1);
+    BOOST_TEST(second.asked == 3);
+    BOOST_TEST(conn.stats().sentinel_queries == 6u);
+    conn.close();
+}
+
 BOOST_AUTO_TEST_CASE(no_sentinel_with_an_address_fails_the_attempt_with_no_master,
                      *boost::unit_test::precondition(redis_available())) {
     net::io_context io;

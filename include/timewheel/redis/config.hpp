@@ -45,9 +45,12 @@ struct config {
     /// When not empty, host and port are ignored: before each connection attempt these
     /// Sentinels are asked in turn `SENTINEL get-master-addr-by-name master_name`, and the
     /// connection goes to the first answer. A Sentinel that does not answer within
-    /// connect_timeout, or answers anything but an address, is skipped. After the handshake
-    /// the server must say it is a master (ROLE), or the attempt fails (an old master back as
-    /// a replica is not used) and the Sentinels are asked again after the backoff.
+    /// connect_timeout, or answers anything but an address, is skipped. The order is the
+    /// listed one at first, then learned (as redis-py and Jedis do): the Sentinel that gave
+    /// the last address is asked first next time, and one that failed goes after the others,
+    /// so that a dead Sentinel costs each reconnection nothing once it is known. After the
+    /// handshake the server must say it is a master (ROLE), or the attempt fails (an old master
+    /// back as a replica is not used) and the Sentinels are asked again after the backoff.
     std::vector<host_port> sentinels;
 
     /// The name of the master the Sentinels monitor (required with sentinels).

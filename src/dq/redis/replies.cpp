@@ -65,22 +65,53 @@ error_code script_error(redis::reply r) {
     return error::store_error;
 }
 
-submit_result submit_reply(std::string_view s) {
-    return s == "exists"     ? submit_result::exists
-           : s == "replaced" ? submit_result::replaced
-                             : submit_result::created;
+std::optional<submit_result> submit_reply(std::string_view s) {
+    if (s == "created") {
+        return submit_result::created;
+    }
+    if (s == "exists") {
+        return submit_result::exists;
+    }
+    if (s == "replaced") {
+        return submit_result::replaced;
+    }
+    return std::nullopt;
 }
 
-cancel_result cancel_reply(std::string_view s) {
-    return s == "cancelled"  ? cancel_result::cancelled
-           : s == "too_late" ? cancel_result::too_late
-                             : cancel_result::not_found;
+std::optional<cancel_result> cancel_reply(redis::reply r) {
+    if (!r.is_string()) {
+        return std::nullopt;
+    }
+    const auto s = r.as_string();
+    if (s == "cancelled") {
+        return cancel_result::cancelled;
+    }
+    if (s == "too_late") {
+        return cancel_result::too_late;
+    }
+    if (s == "not_found") {
+        return cancel_result::not_found;
+    }
+    return std::nullopt;
+}
+
+bool is_ok(redis::reply r) {
+    return r.is_string() && r.as_string() == "ok";
 }
 
 task_status status_reply(redis::reply rep, const std::string& id) {
+    // Ten fields, then six a log entry; anything else is not status.lua's reply. The typed
+    // reads below throw on an element of the wrong type.
+    const std::size_t n = rep.size(); // throws unless an array
+    if (n < 10 || (n - 10) % 6 != 0) {
+        throw std::runtime_error("dq::redis_store: a status reply of " + std::to_string(n) +
+                                 " elements");
+    }
+    const auto items = rep.elements();
     task_status out;
     out.id = id;
-    const std::string_view state = rep[0].as_string();
+    const std::string_view state = items[0].as_string();
+    bool known = false;
     static constexpr std::pair<std::string_view, task_state> states[] = {
         {"delayed", task_state::delayed}, {"prefetched", task_state::prefetched},
         {"running", task_state::running}, {"finished", task_state::finished},
@@ -88,19 +119,21 @@ task_status status_reply(redis::reply rep, const std::string& id) {
     for (const auto& [n, s] : states) {
         if (n == state) {
             out.state = s;
+            known = true;
         }
     }
-    out.attempt = static_cast<std::uint32_t>(rep[1].as_integer());
-    out.due = ms(rep[2].as_integer());
-    out.created = ms(rep[3].as_integer());
-    out.updated = ms(rep[4].as_integer());
-    out.retry.max_attempts = static_cast<std::uint32_t>(rep[5].as_integer());
-    out.retry.base = duration(rep[6].as_integer());
-    out.retry.cap = duration(rep[7].as_integer());
-    out.last_error = std::string(rep[8].as_string());
-    out.payload = std::string(rep[9].as_string());
-    const std::size_t n = rep.size();
-    const auto items = rep.elements();
+    if (!known) {
+        throw std::runtime_error("dq::redis_store: a status reply with an unknown state");
+    }
+    out.attempt = static_cast<std::uint32_t>(items[1].as_integer());
+    out.due = ms(items[2].as_integer());
+    out.created = ms(items[3].as_integer());
+    out.updated = ms(items[4].as_integer());
+    out.retry.max_attempts = static_cast<std::uint32_t>(items[5].as_integer());
+    out.retry.base = duration(items[6].as_integer());
+    out.retry.cap = duration(items[7].as_integer());
+    out.last_error = std::string(items[8].as_string());
+    out.payload = std::string(items[9].as_string());
     for (std::size_t i = 10; i + 6 <= n; i += 6) {
         attempt_record r;
         r.attempt = static_cast<std::uint32_t>(items[i].as_integer());
@@ -120,13 +153,19 @@ task_status status_reply(redis::reply rep, const std::string& id) {
 
 void dead_reply(redis::reply rep, std::size_t shard, std::size_t count, dead_page& page,
                 std::string& last) {
-    const std::size_t n = rep.size();
+    const std::size_t n = rep.size(); // throws unless an array
+    if (n % 4 != 0) {
+        throw std::runtime_error("dq::redis_store: a list_dead reply of " + std::to_string(n) +
+                                 " elements");
+    }
+    // One walk (operator[] is linear); each entry is checked whole before it is appended.
+    const auto items = rep.elements();
     for (std::size_t j = 0; j + 4 <= n && page.entries.size() < count; j += 4) {
         dead_page::entry e;
-        e.id = std::string(rep[j].as_string());
-        e.died = ms(rep[j + 1].as_integer());
-        e.attempt = static_cast<std::uint32_t>(rep[j + 2].as_integer());
-        e.last_error = std::string(rep[j + 3].as_string());
+        e.id = std::string(items[j].as_string());
+        e.died = ms(items[j + 1].as_integer());
+        e.attempt = static_cast<std::uint32_t>(items[j + 2].as_integer());
+        e.last_error = std::string(items[j + 3].as_string());
         last = std::to_string(shard) + ":" + std::to_string(e.died.time_since_epoch().count()) +
                ":" + e.id;
         page.entries.push_back(std::move(e));
@@ -137,13 +176,31 @@ std::optional<std::int64_t> time_reply(redis::reply rep) {
     if (rep.is_error() || !rep.is_array() || rep.size() != 2) {
         return std::nullopt;
     }
-    return to_int(rep[0].as_string()) * 1000 + to_int(rep[1].as_string()) / 1000;
+    // Seconds and microseconds, as decimal strings: anything else (another type, a sign,
+    // trailing bytes, a value that would overflow in ms) is not TIME's reply.
+    std::int64_t v[2] = {0, 0};
+    const auto items = rep.elements();
+    for (std::size_t i = 0; i < 2; ++i) {
+        if (!items[i].is_string()) {
+            return std::nullopt;
+        }
+        const auto s = items[i].as_string();
+        const auto r = std::from_chars(s.data(), s.data() + s.size(), v[i]);
+        if (s.empty() || r.ec != std::errc() || r.ptr != s.data() + s.size() || v[i] < 0) {
+            return std::nullopt;
+        }
+    }
+    if (v[0] > std::int64_t(1) << 40 || v[1] >= 1000000) {
+        return std::nullopt;
+    }
+    return v[0] * 1000 + v[1] / 1000;
 }
 
-claim_head claim_reply(redis::reply rep, std::vector<claimed_task>& tasks) {
+claim_head claim_reply(redis::reply rep, std::size_t limit, std::vector<claimed_task>& tasks) {
     // Checked before any element is read: elements() has no bounds, and a task is 9 of them.
+    // More tasks than asked for is not claim.lua's answer either.
     const std::size_t n = rep.size(); // throws unless an array
-    if (n < 2 || (n - 2) % 9 != 0) {
+    if (n < 2 || (n - 2) % 9 != 0 || (n - 2) / 9 > limit) {
         throw std::runtime_error("dq::redis_store: a claim reply of " + std::to_string(n) +
                                  " elements");
     }

@@ -42,14 +42,20 @@ inline time_point ms(std::int64_t v) {
 /// Redis's OOM refusal, store_error for anything else.
 boost::system::error_code script_error(redis::reply r);
 
-submit_result submit_reply(std::string_view s);
-cancel_result cancel_reply(std::string_view s);
+/// A submit answer, or nothing when it is none of submit.lua's words.
+std::optional<submit_result> submit_reply(std::string_view s);
+/// cancel.lua's reply, or nothing when it is not one of its words.
+std::optional<cancel_result> cancel_reply(redis::reply r);
+/// Whether `r` is the 'ok' of reschedule.lua, requeue_dead.lua and delete_dead.lua.
+bool is_ok(redis::reply r);
 
-/// status.lua's reply; throws on a malformed one.
+/// status.lua's reply; throws on a malformed one (a short or ragged array, an element of
+/// another type, an unknown state).
 task_status status_reply(redis::reply rep, const std::string& id);
 
 /// Appends the entries of shard `shard`'s list_dead.lua reply to `page`, up to `count` in
-/// all; `last` is the cursor of the last one appended.
+/// all; `last` is the cursor of the last one appended. Throws on a malformed reply (not an
+/// array of 4 elements a task, an element of another type).
 void dead_reply(redis::reply rep, std::size_t shard, std::size_t count, dead_page& page,
                 std::string& last);
 
@@ -62,8 +68,9 @@ struct claim_head {
     std::int64_t next_due = -1;
 };
 
-/// Decodes one shard's claim.lua reply, appending its tasks to `tasks`.
-claim_head claim_reply(redis::reply rep, std::vector<claimed_task>& tasks);
+/// Decodes one shard's claim.lua reply, asked for at most `limit` tasks, appending its tasks
+/// to `tasks`; throws on a malformed one (more tasks than `limit` included).
+claim_head claim_reply(redis::reply rep, std::size_t limit, std::vector<claimed_task>& tasks);
 
 } // namespace timewheel::dq::detail::replies
 

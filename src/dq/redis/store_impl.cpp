@@ -166,7 +166,8 @@ void redis_store_impl::earliest_due(
             auto rep = resp[i];
             if (rep.is_error()) {
                 ec = script_error(rep);
-            } else if (!rep.is_array() || rep.size() != 2) {
+            } else if (!rep.is_array() || rep.size() != 2 || !rep[0].is_integer() ||
+                       !rep[1].is_integer()) {
                 ec = error::store_error;
             } else {
                 now = std::max(now, ms(rep[0].as_integer()));

@@ -151,7 +151,7 @@ private:
                            call_args& a);
     error_code time_only_reply(const redis::response& resp, claim_result& out);
     error_code claim_replies(const redis::response& resp, const std::vector<std::size_t>& visit,
-                             claim_result& out);
+                             const std::vector<std::size_t>& limits, claim_result& out);
     grouping group(const std::vector<std::string_view>& ids) const;
     static std::vector<std::string_view> ids_of(const std::vector<lease_ref>& leases);
 
@@ -230,7 +230,8 @@ private:
                        [answered](error_code ec, std::size_t) { answered(ec, true); });
     }
 
-    // Runs one script per shard over `ids`; `decode` reads each result letter.
+    // Runs one script per shard over `ids`; `decode` reads each result letter (nothing for a
+    // letter the script never answers).
     template <typename Result, typename Push, typename Decode>
     void per_shard(const scripts::function& script, const std::vector<std::string_view>& ids,
                    Push push, Decode decode,
@@ -253,13 +254,18 @@ private:
                         ec = replies::script_error(rep);
                         break;
                     }
-                    const auto letters = rep.as_string();
-                    if (letters.size() != g.members[c].size()) {
+                    // One known letter an item, or the reply is not the script's.
+                    const auto letters = rep.is_string() ? rep.as_string() : std::string_view();
+                    if (!rep.is_string() || letters.size() != g.members[c].size()) {
                         ec = error::store_error;
                         break;
                     }
-                    for (std::size_t k = 0; k < letters.size(); ++k) {
-                        out[g.members[c][k]] = decode(letters[k]);
+                    for (std::size_t k = 0; k < letters.size() && !ec; ++k) {
+                        if (const auto r = decode(letters[k])) {
+                            out[g.members[c][k]] = *r;
+                        } else {
+                            ec = error::store_error;
+                        }
                     }
                 }
             }

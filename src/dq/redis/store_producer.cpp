@@ -98,10 +98,11 @@ void redis_store_impl::flush_submits() {
                     const auto& a = answers[i - first];
                     if (a.is_error()) {
                         task_ec = script_error(a);
-                    } else if (!a.is_string()) {
-                        task_ec = error::store_error;
+                    } else if (const auto w = a.is_string() ? replies::submit_reply(a.as_string())
+                                                            : std::nullopt) {
+                        r = *w;
                     } else {
-                        r = replies::submit_reply(a.as_string());
+                        task_ec = error::store_error;
                     }
                 }
                 self->finish(std::move(p.h), task_ec, r, std::move(p.t.id));
@@ -122,8 +123,10 @@ void redis_store_impl::cancel(std::string id, store::handler<void(error_code, ca
             auto rep = resp[0];
             if (rep.is_error()) {
                 ec = script_error(rep);
+            } else if (const auto c = replies::cancel_reply(rep)) {
+                r = *c;
             } else {
-                r = replies::cancel_reply(rep.as_string());
+                ec = error::store_error;
             }
         }
         self->finish(std::move(h), ec, r);
@@ -146,6 +149,8 @@ void redis_store_impl::simple(const scripts::function& s, std::string id,
                                                           redis::response& resp) mutable {
         if (!ec && resp[0].is_error()) {
             ec = script_error(resp[0]);
+        } else if (!ec && !replies::is_ok(resp[0])) {
+            ec = error::store_error;
         }
         self->finish(std::move(h), ec);
     });
@@ -222,7 +227,12 @@ void redis_store_impl::list_dead(std::string cursor, std::size_t count,
                     ec = script_error(rep);
                     break;
                 }
-                replies::dead_reply(rep, first + i, count, page, last);
+                try {
+                    replies::dead_reply(rep, first + i, count, page, last);
+                } catch (const std::exception&) {
+                    ec = error::store_error; // not list_dead.lua's reply
+                    break;
+                }
                 if (page.entries.size() == count) {
                     // More may follow: in this shard if it was not exhausted, or later.
                     page.cursor = last;

@@ -307,9 +307,14 @@ using boost::system::error_code;
 
 namespace {
 
-// An operation whose reply is "ok" or an error.
+// An operation whose reply is "ok" or an error; any other text is not schedule.lua's.
 store::handler<void(error_code, std::string)> ignore_text(store::handler<void(error_code)> h) {
-    return [h = std::move(h)](error_code ec, std::string) mutable { std::move(h)(ec); };
+    return [h = std::move(h)](error_code ec, std::string r) mutable {
+        if (!ec && r != "ok") {
+            ec = error::store_error;
+        }
+        std::move(h)(ec);
+    };
 }
 
 } // namespace
@@ -319,8 +324,13 @@ void redis_store::do_create_schedule(schedule_spec spec,
     auto id = spec.id;
     impl_->schedule_op("create", std::move(id), &spec,
                        [h = std::move(h)](error_code ec, std::string r) mutable {
-                           std::move(h)(ec, r == "exists" ? create_schedule_result::exists
-                                                          : create_schedule_result::created);
+                           auto out = create_schedule_result::created;
+                           if (!ec && r == "exists") {
+                               out = create_schedule_result::exists;
+                           } else if (!ec && r != "created") {
+                               ec = error::store_error;
+                           }
+                           std::move(h)(ec, out);
                        });
 }
 
@@ -348,7 +358,14 @@ void redis_store::do_pause_schedule(std::string id, bool paused, handler<void(er
 }
 
 void redis_store::do_trigger_schedule(std::string id, handler<void(error_code, std::string)> h) {
-    impl_->schedule_op("trigger", std::move(id), nullptr, std::move(h));
+    impl_->schedule_op("trigger", std::move(id), nullptr,
+                       [h = std::move(h)](error_code ec, std::string task_id) mutable {
+                           // The new task's id: never empty.
+                           if (!ec && task_id.empty()) {
+                               ec = error::store_error;
+                           }
+                           std::move(h)(ec, ec ? std::string() : std::move(task_id));
+                       });
 }
 
 void redis_store::do_due_schedules(duration window, std::size_t batch,

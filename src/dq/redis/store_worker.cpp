@@ -12,8 +12,24 @@
 #include <boost/asio/error.hpp>
 
 #include <algorithm>
+#include <optional>
 
 namespace timewheel::dq::detail {
+
+namespace {
+
+// A letter of renew.lua, ack.lua and release.lua: 'o' ok, 's' stale.
+std::optional<ack_result> ack_letter(char c) {
+    if (c == 'o') {
+        return ack_result::ok;
+    }
+    if (c == 's') {
+        return ack_result::stale;
+    }
+    return std::nullopt;
+}
+
+} // namespace
 
 using replies::ms;
 using replies::script_error;
@@ -29,9 +45,11 @@ void redis_store_impl::claim(const claim_options& opt,
     const std::size_t start_due = std::min(opt.start_due, opt.batch);
     const std::size_t start_base = n == 0 ? 0 : start_due / n;
     const std::size_t start_extra = n == 0 ? 0 : start_due % n;
+    std::vector<std::size_t> limits(n);
     for (std::size_t i = 0; i < n; ++i) {
         std::size_t limit = base + (i < extra ? 1 : 0);
         limit = std::min<std::size_t>(limit, 2000);
+        limits[i] = limit;
         // start_due is spread as the batch is: the total never exceeds it.
         const std::size_t starts =
             std::min(limit, start_base + (i < start_extra ? std::size_t(1) : 0));
@@ -48,12 +66,12 @@ void redis_store_impl::claim(const claim_options& opt,
         // Nothing due by the cache: only the store's clock, for the worker's offset.
         st->req.push("TIME");
     }
-    run(st, [self = shared_from_this(), h = std::move(h), visit](error_code ec,
-                                                                 redis::response& resp) mutable {
+    run(st, [self = shared_from_this(), h = std::move(h), visit,
+             limits = std::move(limits)](error_code ec, redis::response& resp) mutable {
         claim_result out;
         if (!ec) {
             ec = visit.empty() ? self->time_only_reply(resp, out)
-                               : self->claim_replies(resp, visit, out);
+                               : self->claim_replies(resp, visit, limits, out);
         }
         self->finish(std::move(h), ec, std::move(out));
     });
@@ -74,7 +92,8 @@ auto redis_store_impl::time_only_reply(const redis::response& resp, claim_result
 }
 
 auto redis_store_impl::claim_replies(const redis::response& resp,
-                                     const std::vector<std::size_t>& visit, claim_result& out)
+                                     const std::vector<std::size_t>& visit,
+                                     const std::vector<std::size_t>& limits, claim_result& out)
     -> error_code {
     error_code first_error;
     bool any = false;
@@ -95,7 +114,7 @@ auto redis_store_impl::claim_replies(const redis::response& resp,
         replies::claim_head head;
         const std::size_t before = out.tasks.size();
         try {
-            head = replies::claim_reply(rep, out.tasks);
+            head = replies::claim_reply(rep, i < limits.size() ? limits[i] : 0, out.tasks);
         } catch (const std::exception&) {
             out.tasks.resize(before); // whole replies only
             if (!first_error) {
@@ -132,10 +151,17 @@ void redis_store_impl::start(std::vector<lease_ref> leases,
                 a.add(leases[i].token);
             }
         },
-        [](char c) {
-            return c == 'r'   ? start_result::started
-                   : c == 'e' ? start_result::too_early
-                              : start_result::stale;
+        [](char c) -> std::optional<start_result> {
+            switch (c) {
+            case 'r':
+                return start_result::started;
+            case 'e':
+                return start_result::too_early;
+            case 's':
+                return start_result::stale;
+            default:
+                return std::nullopt;
+            }
         },
         std::move(h));
 }
@@ -152,7 +178,7 @@ void redis_store_impl::renew(std::vector<lease_ref> leases, duration lease,
                 a.add(leases[i].token);
             }
         },
-        [](char c) { return c == 'o' ? ack_result::ok : ack_result::stale; }, std::move(h));
+        ack_letter, std::move(h));
 }
 
 void redis_store_impl::acknowledge(std::vector<ack> acks,
@@ -187,7 +213,7 @@ void redis_store_impl::acknowledge(std::vector<ack> acks,
                 a.add(k.outcome.error);
             }
         },
-        [](char c) { return c == 'o' ? ack_result::ok : ack_result::stale; }, std::move(h));
+        ack_letter, std::move(h));
 }
 
 void redis_store_impl::release(std::vector<lease_ref> leases, store::handler<void(error_code)> h) {
@@ -203,7 +229,7 @@ void redis_store_impl::release(std::vector<lease_ref> leases, store::handler<voi
                 a.add(leases[i].token);
             }
         },
-        [](char c) { return c == 'o' ? ack_result::ok : ack_result::stale; },
+        ack_letter,
         store::handler<void(error_code, std::vector<ack_result>)>(
             [h = std::move(h)](error_code ec, std::vector<ack_result>) mutable {
                 std::move(h)(ec);

@@ -3,14 +3,15 @@
 //
 // The Cluster client's picture of the cluster: which master serves each of the 16384 slots,
 // as learnt from CLUSTER SLOTS and corrected one slot at a time by MOVED; and the parsing of
-// the redirection errors (MOVED, ASK) and of the errors that ask for a retry (TRYAGAIN,
-// CLUSTERDOWN).
+// the CLUSTER SLOTS reply, of the redirection errors (MOVED, ASK) and of the errors that ask
+// for a retry (TRYAGAIN, CLUSTERDOWN).
 //
 
 #ifndef TIMEWHEEL_REDIS_DETAIL_CLUSTER_SLOT_MAP_HPP
 #define TIMEWHEEL_REDIS_DETAIL_CLUSTER_SLOT_MAP_HPP
 
 #include <timewheel/redis/key_slot.hpp>
+#include <timewheel/redis/response.hpp>
 
 #include <algorithm>
 #include <array>
@@ -81,6 +82,14 @@ inline std::optional<cluster_redirection> parse_redirection(std::string_view mes
     r.target.port = *port;
     return r;
 }
+
+/// Reads a CLUSTER SLOTS reply into @p out (cleared first); false, and @p out not to be
+/// used, when the reply is not a slot map: not an array of entries
+/// [first, last, [host, port, ...], ...], more entries than slots, a slot out of range or
+/// named twice, a port out of 1..65535, a host name over 255 bytes. An empty host or "?"
+/// (a node that does not know its address) becomes @p asked_host. Defined in cluster.cpp.
+bool parse_cluster_slots(reply const& r, std::string_view asked_host,
+                         std::vector<cluster_slot_range>& out);
 
 /// Whether an error reply asks the client to try the same command again later: TRYAGAIN (a
 /// multi-key command during a resharding) or CLUSTERDOWN (the cluster cannot serve now).

@@ -33,6 +33,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <memory>
+#include <optional>
 #include <random>
 #include <string>
 #include <utility>
@@ -58,6 +59,11 @@ struct connection_stats {
 };
 
 namespace detail {
+
+/// SENTINEL get-master-addr-by-name's answer: [host, port], the host 1..255 bytes and the
+/// port a decimal in 1..65535; nothing when the reply is anything else (nil: the master is
+/// unknown). Defined in connection.cpp.
+std::optional<host_port> parse_master_address(const reply& r);
 
 class connection_impl : public std::enable_shared_from_this<connection_impl> {
 public:
@@ -182,10 +188,14 @@ private:
     boost::system::error_code last_error_;
     connection_stats stats_;
     push_handler* push_handler_ = nullptr;
-    // The Sentinel being asked, its request and answer, and the next one to ask.
+    // The Sentinel being asked, its request and answer, and the next one to ask. The order of
+    // preference (the last to answer first, the failed last) is kept across connections;
+    // each attempt walks a copy of it taken at its start, which the answers then reorder.
     std::unique_ptr<connection> sentinel_conn_;
     request sentinel_req_;
     response sentinel_resp_;
+    std::vector<host_port> sentinel_order_;
+    std::vector<host_port> sentinel_round_;
     std::size_t sentinel_next_ = 0;
     std::size_t role_reply_ = 0; // the ROLE reply's index in the handshake (Sentinel mode)
     response push_response_;     // a reply that answers no request, while it is parsed
