@@ -111,17 +111,8 @@ public:
     template <argument... Args>
     request& push_script(const redis::script& s, std::size_t numkeys,
                          const Args&... keys_and_args) {
-        script_call call{commands_, payload_.size(), 0, 0, &s};
-        append_header(3 + sizeof...(Args));
-        append_arg(std::string_view("EVALSHA"));
-        append_arg(s.sha1());
-        call.rest = payload_.size();
-        append_arg(numkeys);
-        (append_arg(keys_and_args), ...);
-        call.end = payload_.size();
-        script_calls_.push_back(call);
-        ++commands_;
-        return *this;
+        return push_call({commands_, payload_.size(), 0, 0, &s}, "EVALSHA", s.sha1(), numkeys,
+                         keys_and_args...);
     }
 
     /// Appends `EVALSHA <sha1> <keys.size()> keys... args...` from two ranges.
@@ -129,23 +120,8 @@ public:
     requires argument<std::ranges::range_value_t<Keys>> &&
         argument<std::ranges::range_value_t<Args>>
             request& push_script_range(const redis::script& s, const Keys& keys, const Args& args) {
-        script_call call{commands_, payload_.size(), 0, 0, &s};
-        const auto nkeys = static_cast<std::size_t>(std::ranges::distance(keys));
-        append_header(3 + nkeys + static_cast<std::size_t>(std::ranges::distance(args)));
-        append_arg(std::string_view("EVALSHA"));
-        append_arg(s.sha1());
-        call.rest = payload_.size();
-        append_arg(nkeys);
-        for (const auto& k : keys) {
-            append_arg(k);
-        }
-        for (const auto& a : args) {
-            append_arg(a);
-        }
-        call.end = payload_.size();
-        script_calls_.push_back(call);
-        ++commands_;
-        return *this;
+        return push_call_range({commands_, payload_.size(), 0, 0, &s}, "EVALSHA", s.sha1(), keys,
+                               args);
     }
 
     /// Appends `FCALL <function> numkeys keys_and_args...`, `function` being one of the
@@ -153,17 +129,8 @@ public:
     template <argument... Args>
     request& push_fcall(const redis::library& lib, std::string_view function, std::size_t numkeys,
                         const Args&... keys_and_args) {
-        script_call call{commands_, payload_.size(), 0, 0, nullptr, &lib};
-        append_header(3 + sizeof...(Args));
-        append_arg(std::string_view("FCALL"));
-        append_arg(function);
-        call.rest = payload_.size();
-        append_arg(numkeys);
-        (append_arg(keys_and_args), ...);
-        call.end = payload_.size();
-        script_calls_.push_back(call);
-        ++commands_;
-        return *this;
+        return push_call({commands_, payload_.size(), 0, 0, nullptr, &lib}, "FCALL", function,
+                         numkeys, keys_and_args...);
     }
 
     /// Appends `FCALL <function> <keys.size()> keys... args...` from two ranges.
@@ -172,23 +139,8 @@ public:
         argument<std::ranges::range_value_t<Args>>
             request& push_fcall_range(const redis::library& lib, std::string_view function,
                                       const Keys& keys, const Args& args) {
-        script_call call{commands_, payload_.size(), 0, 0, nullptr, &lib};
-        const auto nkeys = static_cast<std::size_t>(std::ranges::distance(keys));
-        append_header(3 + nkeys + static_cast<std::size_t>(std::ranges::distance(args)));
-        append_arg(std::string_view("FCALL"));
-        append_arg(function);
-        call.rest = payload_.size();
-        append_arg(nkeys);
-        for (const auto& k : keys) {
-            append_arg(k);
-        }
-        for (const auto& a : args) {
-            append_arg(a);
-        }
-        call.end = payload_.size();
-        script_calls_.push_back(call);
-        ++commands_;
-        return *this;
+        return push_call_range({commands_, payload_.size(), 0, 0, nullptr, &lib}, "FCALL", function,
+                               keys, args);
     }
 
     /// The number of commands, which is the number of replies the request gets.
@@ -214,6 +166,45 @@ public:
     const std::vector<script_call>& script_calls() const noexcept { return script_calls_; }
 
 private:
+    // `<verb> <name> numkeys rest...` (EVALSHA sha1, FCALL function), recorded in `call`
+    // (made before the command's first byte) for the connection's resend.
+    template <argument... Args>
+    request& push_call(script_call call, std::string_view verb, std::string_view name,
+                       std::size_t numkeys, const Args&... rest) {
+        append_header(3 + sizeof...(Args));
+        append_arg(verb);
+        append_arg(name);
+        call.rest = payload_.size();
+        append_arg(numkeys);
+        (append_arg(rest), ...);
+        return end_call(call);
+    }
+
+    template <typename Keys, typename Args>
+    request& push_call_range(script_call call, std::string_view verb, std::string_view name,
+                             const Keys& keys, const Args& args) {
+        const auto nkeys = static_cast<std::size_t>(std::ranges::distance(keys));
+        append_header(3 + nkeys + static_cast<std::size_t>(std::ranges::distance(args)));
+        append_arg(verb);
+        append_arg(name);
+        call.rest = payload_.size();
+        append_arg(nkeys);
+        for (const auto& k : keys) {
+            append_arg(k);
+        }
+        for (const auto& a : args) {
+            append_arg(a);
+        }
+        return end_call(call);
+    }
+
+    request& end_call(script_call call) {
+        call.end = payload_.size();
+        script_calls_.push_back(call);
+        ++commands_;
+        return *this;
+    }
+
     void append_header(std::size_t count) {
         payload_.push_back('*');
         append_number(count);
