@@ -176,13 +176,27 @@ BOOST_AUTO_TEST_CASE(a_store_source_shares_one_sqlite_file_among_executors) {
 
 BOOST_AUTO_TEST_CASE(store_urls_that_are_refused) {
     boost::asio::io_context io;
-    for (const char* bad :
-         {"sqlite", "http://127.0.0.1:6379", "redis://", "redis://:6379", "redis://127.0.0.1:0",
-          "redis://127.0.0.1:99999", "redis://127.0.0.1:6379/a{b}", "redis://h?wait=x",
-          "redis://h?wait=65", "redis://h?wait_timeout_ms=0", "redis://h?master=m",
-          "redis://h?colour=red", "redis+sentinel://127.0.0.1:26379/q",
-          "redis+sentinel:///q?master=m", "redis+sentinel://a:1,,b:2?master=m",
-          "redis+sentinel://a:0?master=m", "redis+sentinel://a?master=m&wait=-1"}) {
+    for (const char* bad : {"sqlite",
+                            "http://127.0.0.1:6379",
+                            "redis://",
+                            "redis://:6379",
+                            "redis://127.0.0.1:0",
+                            "redis://127.0.0.1:99999",
+                            "redis://127.0.0.1:6379/a{b}",
+                            "redis://h?wait=x",
+                            "redis://h?wait=65",
+                            "redis://h?wait_timeout_ms=0",
+                            "redis://h?master=m",
+                            "redis://h?colour=red",
+                            "redis://h?shards=0",
+                            "redis://h?shards=16385",
+                            "redis://h?shards=",
+                            "redis://h?shards=8x",
+                            "redis+sentinel://127.0.0.1:26379/q",
+                            "redis+sentinel:///q?master=m",
+                            "redis+sentinel://a:1,,b:2?master=m",
+                            "redis+sentinel://a:0?master=m",
+                            "redis+sentinel://a?master=m&wait=-1"}) {
         BOOST_CHECK_THROW(service::make_store(bad, io.get_executor()), std::invalid_argument);
     }
 }
@@ -249,6 +263,13 @@ BOOST_AUTO_TEST_CASE(redis_urls_keep_host_names_and_read_sentinels_and_wait) {
     BOOST_TEST(plain->queue == "q");
     BOOST_TEST(plain->wait_replicas == 1u);
     BOOST_TEST(plain->wait_timeout.count() == 1000);
+    BOOST_TEST(plain->shards == 64u); // dq::redis_store_options' default
+    const auto few = service::redis_location_of("redis://127.0.0.1/q?shards=8");
+    BOOST_TEST_REQUIRE(few.has_value());
+    BOOST_TEST(few->shards == 8u);
+    BOOST_TEST(
+        service::redis_location_of("redis+cluster://127.0.0.1:7000/q?shards=16384")->shards ==
+        16384u);
     const auto s = service::redis_location_of(
         "redis+sentinel://u:pw@10.0.0.1,[::1]:26380,s3.example:7/"
         "jobs?master=main&wait=2&wait_timeout_ms=250&sentinel_password=spw");

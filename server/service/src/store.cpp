@@ -95,7 +95,8 @@ long long query_number(std::string_view name, std::string_view v, long long lo, 
 // redis+sentinel://[user:password@]host[:port][,host[:port]...][/queue]?master=NAME[&options]
 // (Sentinel port 26379 by default; user:password are the master's) and
 // redis+cluster://[user:password@]host[:port][,host[:port]...][/queue] (seeds). Options:
-// wait=N and wait_timeout_ms=T (durability), sentinel_user and sentinel_password (Sentinel).
+// wait=N and wait_timeout_ms=T (durability), shards=N (a new queue's shard count),
+// sentinel_user and sentinel_password (Sentinel).
 redis_location parse_redis(std::string_view rest, redis_kind kind, const store_options& opt) {
     const bool sentinel = kind == redis_kind::sentinel;
     const std::string_view scheme = sentinel                      ? "redis+sentinel://"
@@ -141,6 +142,8 @@ redis_location parse_redis(std::string_view rest, redis_kind kind, const store_o
             where.wait_replicas = static_cast<std::size_t>(query_number(key, value, 0, 64));
         } else if (key == "wait_timeout_ms") {
             where.wait_timeout = std::chrono::milliseconds(query_number(key, value, 1, 60000));
+        } else if (key == "shards") {
+            where.shards = static_cast<std::size_t>(query_number(key, value, 1, 16384));
         } else if (sentinel && key == "master") {
             cfg.master_name = value;
         } else if (sentinel && key == "sentinel_user") {
@@ -150,7 +153,7 @@ redis_location parse_redis(std::string_view rest, redis_kind kind, const store_o
         } else {
             throw std::invalid_argument(
                 "--store: unknown option '" + std::string(key) + "' in " + std::string(scheme) +
-                " (expected wait, wait_timeout_ms" +
+                " (expected wait, wait_timeout_ms, shards" +
                 (sentinel ? ", master, sentinel_user, sentinel_password)" : ")"));
         }
     }
@@ -257,7 +260,7 @@ std::string check_store(std::string_view url) {
         }
         return what + hosts + ", queue " + where->queue +
                (where->wait_replicas ? ", wait=" + std::to_string(where->wait_replicas) : "") +
-               " (not contacted)";
+               ", shards " + std::to_string(where->shards) + " (not contacted)";
     }
     store_source source(url); // the scheme and the file name, as a start checks them
     const std::string path(url.substr(7));
@@ -331,6 +334,7 @@ store_handle store_source::open(const timewheel::dq::store::executor_type& ex) {
         qopt.name = impl_->redis->queue;
         qopt.wait_replicas = impl_->redis->wait_replicas;
         qopt.wait_timeout = impl_->redis->wait_timeout;
+        qopt.shards = impl_->redis->shards;
         auto s =
             impl_->redis->cluster
                 ? std::make_unique<timewheel::dq::redis_store>(ex, *impl_->redis->cluster, qopt)

@@ -25,6 +25,8 @@
 //                                                 dq::redis_store_options::wait_replicas)
 //   wait=N: every write is followed by WAIT N T (T 1000 ms by default); fewer than N
 //   replicas acknowledging fails it with dq::error::not_replicated (503)
+//   shards=N: a new queue's shard count (64 by default; 1..16384); a queue keeps the count
+//   it was created with, and a store given another fails with dq::error::not_configured
 //   sqlite:PATH                                   dq::sqlite_store in the file PATH (created
 //                                                 if missing, relative to the working
 //                                                 directory): one database, one writer
@@ -73,6 +75,9 @@ struct redis_location {
     std::string queue;
     std::size_t wait_replicas = 0;
     std::chrono::milliseconds wait_timeout{1000};
+    /// The queue's shard count (dq::redis_store_options::shards): fixed when the queue is
+    /// first used, a store given another count then fails with dq::error::not_configured.
+    std::size_t shards = 64;
     std::optional<timewheel::redis::cluster_config> cluster;
 };
 
