@@ -49,9 +49,9 @@ private:
 /**
  * The name is `<prefix>_<first 12 hex digits of the code's SHA1>`: two versions of a program
  * on one Redis (a rolling upgrade) each load their own library. The body sent with FUNCTION
- * LOAD is `#!lua name=<name>`, then `local LIBRARY = '<name>'`, then the code: the code
- * registers its functions under names that start with LIBRARY, so that they do not clash
- * across versions either (function names are global in Redis).
+ * LOAD is `#!lua name=NAME`, then `local LIBRARY = 'NAME'` (NAME being that name), then the
+ * code: the code registers its functions under names that start with LIBRARY, so that they
+ * do not clash across versions either (function names are global in Redis).
  *
  * @code
  * static const redis::library lib("counters", R"(
@@ -80,7 +80,8 @@ public:
     /// What FUNCTION LOAD sends: the shebang line, the LIBRARY local, the code.
     const std::string& body() const noexcept { return body_; }
 
-    /// `<name>_<function>`: the name the code registers `function` under.
+    /// `NAME_FUNCTION` (the library's name, `_`, `function`): the name the code registers
+    /// `function` under.
     std::string function_name(std::string_view function) const;
 
 private:
