@@ -13,7 +13,10 @@
 //   - the SQLite file's filesystem fills up (a small tmpfs in a mount namespace of the
 //     process's own): submits answer 507 store_full, reads and the readiness probe still
 //     answer, the process lives on, and once room is freed submits succeed again and every
-//     accepted task is delivered.
+//     accepted task is delivered;
+//   - the name of the Redis host changes (an /etc/hosts of the test's, bind-mounted in a
+//     mount namespace of the process's own): the service resolves it again on every
+//     reconnection, answers 503 in time while it does not resolve, and comes back by itself.
 //
 #define BOOST_TEST_MODULE server_hostile_faults
 #include <boost/test/unit_test.hpp>
@@ -31,6 +34,7 @@
 #include <csignal>
 #include <cstdlib>
 #include <filesystem>
+#include <fstream>
 #include <future>
 #include <optional>
 #include <set>
@@ -330,4 +334,96 @@ BOOST_AUTO_TEST_CASE(sqlite_on_a_full_filesystem_answers_507_and_loses_nothing_a
         BOOST_TEST_REQUIRE(r.reply.status == 200u, r.reply);
     }
     BOOST_TEST(proc->running(), log());
+}
+
+namespace {
+
+// The unshare flags that let a process bind-mount files of its own over /etc/hosts and
+// /etc/nsswitch.conf in a mount namespace of its own ("-m" as root, "-rm" otherwise);
+// nothing when neither works.
+std::optional<std::string> bind_mount_flags(const std::filesystem::path& file) {
+    for (const char* flags : {"-m", "-rm"}) {
+        const std::string cmd = std::string("unshare ") + flags +
+                                " /bin/sh -c 'mount --bind \"$0\" /etc/hosts' " + file.string() +
+                                " >/dev/null 2>&1";
+        if (std::system(cmd.c_str()) == 0) {
+            return flags;
+        }
+    }
+    return std::nullopt;
+}
+
+// Rewrites `file` in place (the same inode: a bind mount follows the inode, not the name).
+void rewrite(const std::filesystem::path& file, const std::string& text) {
+    std::ofstream out(file, std::ios::trunc);
+    out << text;
+    BOOST_TEST_REQUIRE(out.good(), file);
+}
+
+} // namespace
+
+// A managed Redis fails over by moving its DNS name: the name in a redis:// URL must be
+// resolved again on every reconnection, never once for good. timewheeld runs in a mount
+// namespace of its own where /etc/hosts is a file of the test's and the resolver reads only
+// that file (hosts: files), so no lookup leaves the machine. The name is taken out of the
+// file and the service's connection closed: with the address kept from before, the next
+// submit would succeed; resolved again, it fails (503 in time), and once the name is back
+// the service reconnects by itself.
+BOOST_AUTO_TEST_CASE(a_redis_host_name_is_resolved_again_on_every_reconnection) {
+    const ts::temp_dir files("hostile-dns");
+    const auto hosts = files.path() / "hosts";
+    const auto nsswitch = files.path() / "nsswitch.conf";
+    const std::string name = "redis.timewheel.test";
+    rewrite(hosts, "127.0.0.1 localhost\n127.0.0.1 " + name + "\n");
+    rewrite(nsswitch, "hosts: files\n");
+    const auto flags = bind_mount_flags(hosts);
+    if (!flags) {
+        BOOST_TEST_MESSAGE("skipped: neither `unshare -m` nor `unshare -rm` may bind-mount "
+                           "/etc/hosts here (no mount namespace for the DNS case)");
+        return;
+    }
+    ts::redis_server redis;
+    const ts::temp_dir dir("hostile-dns-node");
+    const std::string script = "mount --bind \"$0\" /etc/hosts && "
+                               "mount --bind \"$1\" /etc/nsswitch.conf && shift && exec \"$@\"";
+    std::optional<ts::child_process> proc;
+    const auto port = ts::launch_timewheeld(
+        proc, dir.path(),
+        {"--store", "redis://" + name + ":" + std::to_string(redis.port()) + "/dns", "--no-worker",
+         "--store-timeout-ms", std::to_string(store_timeout.count())},
+        {}, false,
+        {"/usr/bin/env", "unshare", *flags, "/bin/sh", "-c", script, hosts.string(),
+         nsswitch.string()});
+
+    std::set<std::string> accepted;
+    for (int i = 0; i < 3; ++i) {
+        const auto id = "named-" + std::to_string(i);
+        const auto r = timed_request(port, ts::api_http::verb::post, "/v1/tasks", task(id));
+        BOOST_TEST_REQUIRE(r.reply.status == 201u, r.reply << proc->output());
+        accepted.insert(id);
+    }
+
+    // The name goes away, and so does the service's connection.
+    rewrite(hosts, "127.0.0.1 localhost\n");
+    const auto killed = redis.command(ts::resp_command({"CLIENT", "KILL", "TYPE", "normal"}));
+    BOOST_TEST_REQUIRE(killed.starts_with(":"), killed);
+    BOOST_TEST_REQUIRE(std::stoi(killed.substr(1)) >= 1, killed);
+    check_unavailable(
+        timed_request(port, ts::api_http::verb::post, "/v1/tasks", task("while-unnamed")),
+        "POST /v1/tasks while the name does not resolve");
+
+    // The name is back: the service finds the server again by itself.
+    rewrite(hosts, "127.0.0.1 localhost\n127.0.0.1 " + name + "\n");
+    BOOST_TEST_REQUIRE(ts::eventually([&] {
+                           return timed_request(port, ts::api_http::verb::post, "/v1/tasks",
+                                                task("renamed"))
+                                      .reply.status == 201u;
+                       }),
+                       proc->output());
+    accepted.insert("renamed");
+    check_all_readable(port, accepted);
+    BOOST_TEST(
+        timed_request(port, ts::api_http::verb::get, "/v1/tasks/while-unnamed").reply.status ==
+        404u);
+    BOOST_TEST(proc->running(), proc->output());
 }
