@@ -246,8 +246,9 @@ private:
         backend_->exec(*req, *resp,
                        [st = std::move(st), fn = std::move(fn),
                         want = opt_.wait_replicas](error_code ec, std::size_t) mutable {
-                           if (!ec)
+                           if (!ec) {
                                ec = take_waits(*st, want);
+                           }
                            fn(ec, st->resp);
                        });
     }
