@@ -8,13 +8,15 @@
 # name, a new SQLite file), stopped with SIGTERM after it. Prints one Markdown table, then
 # every run's JSON line. Then the Redis Cluster case (scripts/lib/bench_cluster.py): with 1, 2
 # and 3 masters, each master's Redis CPU per task and how evenly the shards spread (skew,
-# max/mean over the masters), so that throughput at N masters can be projected.
+# max/mean over the masters), so that throughput at N masters can be projected. Then the
+# cost of ?wait=1 on a Cluster whose masters have a replica each (bench_cluster.py --wait):
+# submit latency and callbacks/s with wait=0 and wait=1 (--only wait runs it alone).
 #
 # Full: 50,000 submits, 100,000 callbacks due over 1 s, lateness over 20 s. --quick: 10,000
 # submits, 20,000 callbacks, lateness over 5 s. Cluster: 20,000 tasks per run (--quick 5,000).
 #
 # Builds timewheeld and timewheeld_bench in Release in $BUILD_DIR (default build-release/).
-# Usage: scripts/bench-server.sh [--quick] [--only redis|sqlite|cluster] [--threads N] [--sqlite-threads N]
+# Usage: scripts/bench-server.sh [--quick] [--only redis|sqlite|cluster|wait] [--threads N] [--sqlite-threads N]
 #                                [--keep-log FILE] [--perf DIR] [-- timewheeld flags...]
 #   --threads N   timewheeld's --threads with the Redis store
 #   --sqlite-threads N  timewheeld's --threads with the SQLite store (default 1; the threads
@@ -139,6 +141,11 @@ if [ -z "$only" ] || [ "$only" = cluster ]; then
   cluster_table=$(python3 scripts/lib/bench_cluster.py --timewheeld "$tw" --bench "$bench" \
     --n "$([ "$quick" = 1 ] && echo 5000 || echo 20000)" 2> >(tee -a "$log" >&2))
 fi
+wait_table=""
+if [ -z "$only" ] || [ "$only" = wait ]; then
+  wait_table=$(python3 scripts/lib/bench_cluster.py --wait --timewheeld "$tw" --bench "$bench" \
+    --n "$([ "$quick" = 1 ] && echo 5000 || echo 20000)" 2> >(tee -a "$log" >&2))
+fi
 
 echo
 echo "timewheeld (--threads $threads with Redis, $sqlite_threads with SQLite${extra:+, ${extra[*]}}), redis-server" \
@@ -198,6 +205,11 @@ if [ -n "$cluster_table" ]; then
   echo
   echo "Redis Cluster, no replicas (timewheeld --threads 1, callbacks case):"
   echo "$cluster_table"
+fi
+if [ -n "$wait_table" ]; then
+  echo
+  echo "Redis Cluster, 3 masters with a replica each: ?wait=0 against ?wait=1 (timewheeld --threads 1):"
+  echo "$wait_table"
 fi
 echo
 echo "every run:"

@@ -9,7 +9,12 @@
 # used_cpu_user) is read before and after: per master, CPU microseconds per task; the skew is
 # max/mean over the masters, of CPU and of keys. Prints one JSON line per run and a table.
 #
-#   python3 scripts/lib/bench_cluster.py --timewheeld T --bench B [--n 20000] [--rate 2000]
+# --wait: the cost of ?wait=1 instead (docs/server.md, "Durability"): 3 masters with one
+# replica each, a timewheeld on redis+cluster://...?wait=0, then one on ?wait=1 (a fresh
+# cluster each), each with timewheeld_bench's submit case (latency p50/p99, requests/s) and
+# its callbacks case (callbacks/s: claims, starts and acks wait for a replica too).
+#
+#   python3 scripts/lib/bench_cluster.py --timewheeld T --bench B [--n 20000] [--rate 2000] [--wait]
 
 import argparse
 import json
@@ -61,6 +66,52 @@ def one_run(args, masters, tmp):
         cluster.close()
 
 
+def wait_run(args, wait, tmp):
+    cluster = RedisCluster(tmp, masters=3, replicas=1)
+    tw = None
+    try:
+        port_file = os.path.join(tmp, 'port')
+        log = open(os.path.join(tmp, 'timewheeld.log'), 'w')
+        tw = subprocess.Popen([args.timewheeld, '--port', '0', '--port-file', port_file, '--store',
+                               cluster.url('benchwait', f'wait={wait}'), '--callback-allow-loopback',
+                               '--log-level', 'warn'], stdout=log, stderr=subprocess.STDOUT)
+        port = int(wait_for(lambda: os.path.exists(port_file) and open(port_file).read().strip(),
+                            'timewheeld to listen', 30))
+        runs = {}
+        for case, extra in (('submit', []),
+                            ('callbacks', ['--window-ms', '1000', '--submit-rate', str(args.rate)])):
+            out = subprocess.run([args.bench, case, '--n', str(args.n), '--conns', '32', *extra,
+                                  '--store', f'cluster-wait{wait}', '--api-port', str(port),
+                                  '--pids', f'timewheeld:{tw.pid}'],
+                                 capture_output=True, text=True).stdout.strip().splitlines()
+            runs[case] = json.loads(out[-1]) if out else {}
+        return {'wait': wait, 'n': args.n, 'submit': runs['submit'], 'callbacks': runs['callbacks']}
+    finally:
+        if tw:
+            tw.terminate()
+            tw.wait(30)
+        cluster.close()
+
+
+def wait_table(args):
+    runs = []
+    for wait in (0, 1):
+        tmp = tempfile.mkdtemp(prefix=f'timewheel-bench-wait-{wait}-')
+        try:
+            runs.append(wait_run(args, wait, tmp))
+        finally:
+            shutil.rmtree(tmp, ignore_errors=True)
+        print(json.dumps(runs[-1]), file=sys.stderr, flush=True)
+    print('| wait | submit requests/s | submit p50 ms | submit p99 ms | submit errors | callbacks/s '
+          '| callback lateness p99 ms |')
+    print('|---:|---:|---:|---:|---:|---:|---:|')
+    for r in runs:
+        s, c = r['submit'], r['callbacks']
+        print(f"| {r['wait']} | {s.get('requests_per_s', 0):,.0f} | {s.get('latency_p50_ms', 0):.2f} "
+              f"| {s.get('latency_p99_ms', 0):.2f} | {s.get('errors', '?')} | {c.get('callbacks_per_s', 0):,.0f} "
+              f"| {c.get('lateness_p99_ms', 0):.1f} |")
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument('--timewheeld', required=True)
@@ -68,7 +119,11 @@ def main():
     ap.add_argument('--n', type=int, default=20000)
     ap.add_argument('--rate', type=int, default=2000)
     ap.add_argument('--masters', default='1,2,3')
+    ap.add_argument('--wait', action='store_true', help='the cost of ?wait=1 instead')
     args = ap.parse_args()
+    if args.wait:
+        wait_table(args)
+        return
     runs = []
     for m in (int(x) for x in args.masters.split(',')):
         tmp = tempfile.mkdtemp(prefix=f'timewheel-bench-cluster-{m}-')

@@ -72,6 +72,18 @@ namespace {
 
 constexpr auto use_tuple = net::as_tuple(net::use_awaitable);
 
+// WAIT and WAITAOF count the replicas that acknowledged the writes of the connection they
+// run on: they belong with the command before them (see cluster.hpp, "WAIT").
+bool follows_its_write(std::vector<std::string_view> const& args) {
+    auto const is = [](std::string_view a, std::string_view b) {
+        return a.size() == b.size() &&
+               std::equal(a.begin(), a.end(), b.begin(), [](char x, char y) {
+                   return (x >= 'a' && x <= 'z' ? static_cast<char>(x - 'a' + 'A') : x) == y;
+               });
+    };
+    return !args.empty() && (is(args[0], "WAIT") || is(args[0], "WAITAOF"));
+}
+
 // The first error of a round of requests, cancellation first: a cancelled request reports
 // operation_aborted rather than whatever its siblings saw.
 error_code first_error(std::vector<error_code> const& errors) {
@@ -137,6 +149,8 @@ struct cluster_impl::command_state {
     bool done = false;
     std::size_t redirections = 0;
     std::size_t retries = 0;
+    // A WAIT's: the command it follows (the one before it), or none.
+    std::optional<std::size_t> leader;
     response const* reply_in = nullptr; // where the final reply is
     std::size_t reply_at = 0;
 };
@@ -353,9 +367,17 @@ net::awaitable<error_code> cluster_impl::run(request const& req, response& resp,
     }
     if (!pipeline_node)
         pipeline_node = any_master();
-    for (std::size_t i = 0; i < commands.size(); ++i)
+    for (std::size_t i = 0; i < commands.size(); ++i) {
+        auto& c = commands[i];
         if (keyless[i])
-            commands[i].node = *pipeline_node;
+            c.node = *pipeline_node;
+        // A WAIT goes to the master of the command before it, in the same pipeline, right
+        // after it (the grouping below keeps the request's order).
+        if (i > 0 && follows_its_write(c.command.args)) {
+            c.leader = i - 1;
+            c.node = commands[i - 1].node;
+        }
+    }
 
     std::vector<std::unique_ptr<attempt>> attempts; // every round's, alive until the end
     std::chrono::milliseconds delay = config_.retry_min_delay;
@@ -477,6 +499,16 @@ net::awaitable<error_code> cluster_impl::run(request const& req, response& resp,
                 c.reply_in = &got;
                 c.reply_at = at++;
             }
+        }
+        // A WAIT whose command was redirected or is to be retried answered for the wrong
+        // node or too early: it is sent again right after that command, wherever it goes.
+        // (In request order, so that a WAIT after a WAIT follows too.)
+        for (auto& c : commands) {
+            if (!c.leader || commands[*c.leader].done)
+                continue;
+            c.done = false;
+            c.asking = false;
+            c.node = commands[*c.leader].node;
         }
         if (std::all_of(commands.begin(), commands.end(),
                         [](command_state const& c) { return c.done; }))

@@ -5,7 +5,8 @@
 // migration is retried), the client follows MOVED, and at the end each key holds exactly the
 // number of increments acknowledged, read with redis-cli on the key's new master. And a master
 // killed whose slots another takes (as a promoted replica does): the client, whose map still
-// names the dead address, finds the new owner.
+// names the dead address, finds the new owner. And WAIT, which has no key, counted on the
+// master of the write before it, also after that write was redirected.
 
 #define BOOST_TEST_MODULE cluster_reshard
 #include <timewheel/redis/cluster.hpp>
@@ -23,6 +24,7 @@
 #include <atomic>
 #include <exception>
 #include <map>
+#include <stdexcept>
 #include <string>
 #include <thread>
 #include <vector>
@@ -210,6 +212,87 @@ BOOST_AUTO_TEST_CASE(a_dead_masters_slots_are_followed_to_their_new_owner) {
         got.pop_back();
     BOOST_TEST(got == "after");
     BOOST_TEST(c.stats().refreshes >= 2u);
+}
+
+// WAIT counts the replicas of the write's own master. Only one master has a replica here, so
+// a WAIT answered by any other master's connection would count 0 where 1 is due (or 1 where
+// 0 is). The first write of the request goes to a master without a replica: the node the
+// request's keyless commands would go to.
+BOOST_AUTO_TEST_CASE(wait_follows_its_write_to_its_master_and_through_moved) {
+    cluster_fixture f;
+    auto const ranges = f.slot_ranges();
+    auto const owner = [&](std::string const& key) {
+        auto const slot = redis::key_slot(key);
+        for (auto const& [port, range] : ranges)
+            if (slot >= range.first && slot <= range.second)
+                return port;
+        throw std::runtime_error("no master serves " + key);
+    };
+    auto const with_replica = f.ports[2];
+    f.add_replica(with_replica);
+    std::vector<std::string> keys; // one per master, the one with a replica last
+    for (auto const port : {f.ports[0], f.ports[1], with_replica})
+        for (int n = 0;; ++n)
+            if (owner("w" + std::to_string(n)) == port) {
+                keys.push_back("w" + std::to_string(n));
+                break;
+            }
+    BOOST_TEST_REQUIRE(keys.size() == 3u);
+
+    net::io_context io;
+    redis::cluster_config cfg;
+    cfg.node.port = f.ports[1];
+    cfg.node.request_timeout = std::chrono::seconds(60);
+    redis::cluster c(io, cfg);
+
+    // Without a replica WAIT answers 0 after its 100 ms; with one it answers 1 as soon as
+    // the replica has the write (the 30 s are a bound for a loaded machine, not a wait).
+    redis::request req;
+    for (auto const& k : keys) {
+        req.push("SET", k, "v");
+        req.push("WAIT", 1, owner(k) == with_replica ? 30000 : 100);
+    }
+    redis::response resp;
+    BOOST_TEST_REQUIRE(!timewheel::test::exec(io, c, req, resp));
+    BOOST_TEST(c.stats().split == 1u);
+    BOOST_TEST_REQUIRE(resp.size() == 6u);
+    for (std::size_t i = 0; i < keys.size(); ++i) {
+        BOOST_TEST(resp[2 * i].as_string() == "OK");
+        BOOST_TEST_REQUIRE(resp[2 * i + 1].is_integer(), keys[i]);
+        BOOST_TEST(resp[2 * i + 1].as_integer() == (owner(keys[i]) == with_replica ? 1 : 0),
+                   keys[i]);
+    }
+
+    // A slot moved away from the master with the replica, which the client's map does not
+    // know: the SET is answered MOVED there, and its WAIT (which that master answers 1) must
+    // be sent again after the SET on the new owner, which has no replica: 0.
+    std::string moving;
+    for (int n = 0; moving.empty(); ++n)
+        if (owner("{moving}" + std::to_string(n)) == with_replica)
+            moving = "{moving}" + std::to_string(n);
+    auto const slot = std::to_string(redis::key_slot(moving));
+    auto const target = f.ports[0];
+    auto const target_id = f.node_id(target);
+    BOOST_TEST_REQUIRE(f.cli(with_replica, {"CLUSTER", "COUNTKEYSINSLOT", slot}).find('0') == 0u);
+    f.cli(target, {"CLUSTER", "SETSLOT", slot, "NODE", target_id});
+    f.cli(with_replica, {"CLUSTER", "SETSLOT", slot, "NODE", target_id});
+    f.cli(f.ports[1], {"CLUSTER", "SETSLOT", slot, "NODE", target_id});
+    f.wait_until_stable();
+
+    auto const moved = c.stats().moved;
+    redis::request write;
+    write.push("SET", moving, "moved");
+    write.push("WAIT", 1, 100);
+    BOOST_TEST_REQUIRE(!timewheel::test::exec(io, c, write, resp));
+    BOOST_TEST(c.stats().moved == moved + 1);
+    BOOST_TEST_REQUIRE(resp.size() == 2u);
+    BOOST_TEST(resp[0].as_string() == "OK");
+    BOOST_TEST_REQUIRE(resp[1].is_integer());
+    BOOST_TEST(resp[1].as_integer() == 0); // the new owner's count, not the old one's
+    auto got = f.cli(target, {"GET", moving});
+    while (!got.empty() && (got.back() == '\n' || got.back() == '\r'))
+        got.pop_back();
+    BOOST_TEST(got == "moved");
 }
 
 BOOST_AUTO_TEST_SUITE_END()

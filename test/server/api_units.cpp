@@ -241,7 +241,8 @@ BOOST_AUTO_TEST_CASE(cluster_urls_that_are_refused_say_what_is_wrong) {
         {"redis+cluster://:7000", "needs a host"},
         {"redis+cluster://127.0.0.1:7000/a{b}", "queue name"},
         {"redis+cluster:127.0.0.1:7000", "unknown scheme"},
-        {"redis+cluster://127.0.0.1:7000?wait=1", "not supported on redis+cluster://"},
+        {"redis+cluster://127.0.0.1:7000?wait=65", "?wait= must be a number from 0 to 64"},
+        {"redis+cluster://127.0.0.1:7000?wait=1&wait_timeout_ms=0", "?wait_timeout_ms= must be"},
     };
     boost::asio::io_context io;
     for (const auto& [url, why] : cases) {
@@ -270,6 +271,17 @@ BOOST_AUTO_TEST_CASE(redis_urls_keep_host_names_and_read_sentinels_and_wait) {
     BOOST_TEST(
         service::redis_location_of("redis+cluster://127.0.0.1:7000/q?shards=16384")->shards ==
         16384u);
+    // A Cluster takes ?wait= too: each shard's write waits on that shard's master.
+    const auto c = service::redis_location_of(
+        "redis+cluster://127.0.0.1:7000,127.0.0.1:7001/q?wait=1&wait_timeout_ms=300");
+    BOOST_TEST_REQUIRE(c.has_value());
+    BOOST_TEST_REQUIRE(c->cluster.has_value());
+    BOOST_TEST(c->cluster->node.port == 7000);
+    BOOST_TEST_REQUIRE(c->cluster->seeds.size() == 1u); // the others
+    BOOST_TEST(c->cluster->seeds[0].second == 7001);
+    BOOST_TEST(c->wait_replicas == 1u);
+    BOOST_TEST(c->wait_timeout.count() == 300);
+    BOOST_TEST(c->queue == "q");
     const auto s = service::redis_location_of(
         "redis+sentinel://u:pw@10.0.0.1,[::1]:26380,s3.example:7/"
         "jobs?master=main&wait=2&wait_timeout_ms=250&sentinel_password=spw");

@@ -4,9 +4,10 @@
 # A real Redis Cluster on 127.0.0.1 for the tests of timewheeld on a cluster (test/redis_ha/) and
 # for scripts/bench-server.sh: redis-server --cluster-enabled yes per node in a temporary
 # directory, `redis-cli --cluster create` (with replicas if asked), and what the tests ask of
-# it (which node is a master, its key count, its CPU, killing one by PID). A small
-# cluster-node-timeout makes a failover take about two seconds rather than fifteen. Every
-# process it starts is ended by its PID, by close(), also when a test fails.
+# it (which node is a master, its key count, its CPU, killing one by PID and starting it
+# again). A small cluster-node-timeout makes a failover take about two seconds rather than
+# fifteen. Every process it starts is ended by its PID, by close(), also when a test fails.
+# Ports are picked at random in 20000-45000, or in $TIMEWHEEL_TEST_PORTS (LO-HI) when set.
 
 import os
 import random
@@ -29,10 +30,20 @@ def _port_pair_free(port):
     return True
 
 
+def _port_range():
+    # TIMEWHEEL_TEST_PORTS=LO-HI: where to look (a machine shared with other test runs, each
+    # given its own range); 20000-45000 otherwise.
+    lo, _, hi = os.environ.get('TIMEWHEEL_TEST_PORTS', '').partition('-')
+    if lo.isdigit() and hi.isdigit() and 0 < int(lo) <= int(hi) <= 65535 - 10000:
+        return int(lo), int(hi)
+    return 20000, 45000
+
+
 def _free_ports(n):
     ports = []
+    lo, hi = _port_range()
     while len(ports) < n:
-        p = random.randint(20000, 45000)
+        p = random.randint(lo, hi)
         if p not in ports and _port_pair_free(p):
             ports.append(p)
     return ports
@@ -45,16 +56,12 @@ class RedisCluster:
         self.redis_server = shutil.which('redis-server') or '/usr/bin/redis-server'
         self.redis_cli = shutil.which('redis-cli') or '/usr/bin/redis-cli'
         self.procs = {}  # port -> Popen
+        self.tmp, self.node_timeout_ms = tmp, node_timeout_ms
         self.ports = _free_ports(masters * (1 + replicas))
         try:
             for port in self.ports:
-                d = os.path.join(tmp, f'redis-{port}')
-                os.makedirs(d)
-                self.procs[port] = subprocess.Popen(
-                    [self.redis_server, '--port', str(port), '--bind', '127.0.0.1', '--cluster-enabled', 'yes',
-                     '--cluster-config-file', 'nodes.conf', '--cluster-node-timeout', str(node_timeout_ms),
-                     '--appendonly', 'no', '--save', '', '--dir', d, '--logfile', 'redis.log'],
-                    stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+                os.makedirs(os.path.join(tmp, f'redis-{port}'))
+                self._start(port)
             for port in self.ports:
                 wait_for(lambda p=port: self.cli(p, 'PING') == 'PONG', f'redis-server on {port} to answer', 20)
             if masters < 3:  # redis-cli --cluster create wants 3 masters at least
@@ -66,6 +73,14 @@ class RedisCluster:
         except BaseException:
             self.close()
             raise
+
+    def _start(self, port):
+        self.procs[port] = subprocess.Popen(
+            [self.redis_server, '--port', str(port), '--bind', '127.0.0.1', '--cluster-enabled', 'yes',
+             '--cluster-config-file', 'nodes.conf', '--cluster-node-timeout', str(self.node_timeout_ms),
+             '--appendonly', 'no', '--save', '', '--dir', os.path.join(self.tmp, f'redis-{port}'),
+             '--logfile', 'redis.log'],
+            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
 
     def _create(self, replicas):
         create = subprocess.run(
@@ -159,10 +174,18 @@ class RedisCluster:
         os.kill(proc.pid, signal.SIGKILL)
         proc.wait(10)
 
-    def url(self, queue):
+    def restart(self, port):
+        """Starts the node killed on `port` again, empty (no persistence) but with its
+        nodes.conf: a master whose replica was promoted meanwhile rejoins as its replica."""
+        check(self.procs[port].poll() is not None, f'the node on {port} is still running')
+        self._start(port)
+        wait_for(lambda: self.cli(port, 'PING') == 'PONG', f'redis-server on {port} to answer again', 20)
+
+    def url(self, queue, query=''):
         # Two seeds (one with a single node): either is enough.
         seeds = sorted({self.ports[0], self.ports[-1]}, key=self.ports.index)
-        return 'redis+cluster://' + ','.join(f'127.0.0.1:{p}' for p in seeds) + f'/{queue}'
+        return ('redis+cluster://' + ','.join(f'127.0.0.1:{p}' for p in seeds) + f'/{queue}' +
+                (f'?{query}' if query else ''))
 
     def close(self):
         for proc in self.procs.values():

@@ -71,8 +71,10 @@ struct redis_store_options {
     /// on the master and may still be lost if the master dies before a replica has it).
     /// 0 (the default): no WAIT; Redis replicates asynchronously, and a failover loses what
     /// the promoted replica had not received yet (usually the last few milliseconds of
-    /// writes). Standalone (and Sentinel) stores only: a Cluster store with wait_replicas
-    /// throws std::invalid_argument (WAIT would have to go to each shard's master).
+    /// writes). On a Cluster each shard's write is followed by its own WAIT on that shard's
+    /// master (redis::cluster sends a WAIT with the command before it, and again after it
+    /// when that command is redirected), so a call that touches shards on three masters
+    /// waits for a replica of each.
     std::size_t wait_replicas = 0;
 
     /// How long WAIT waits for the replicas (> 0; keep it below the connection's

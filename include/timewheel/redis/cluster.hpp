@@ -66,6 +66,16 @@ namespace timewheel::redis {
  * are put back in the order of the request. The request is then not atomic across masters
  * (it never is in a Cluster); MULTI/EXEC belongs in one request whose keys share a slot.
  *
+ * @par WAIT
+ * `WAIT numreplicas timeout` (and `WAITAOF`) has no key, but it only means something on the
+ * connection of the writes it waits for: it counts the replicas that acknowledged that
+ * connection's writes. So a WAIT goes to the master of the command just before it in the
+ * request, in the same pipeline, right after that command; when that command is redirected
+ * (MOVED, ASK) or retried (TRYAGAIN, CLUSTERDOWN), the WAIT is sent again after it on the node
+ * it goes to, and its first answer is dropped. Put a WAIT after each write whose replication
+ * you want counted: `SET {a}x`, `WAIT 1 100`, `SET {b}y`, `WAIT 1 100` waits on the master of
+ * each. A WAIT first in a request goes where the request's keyless commands go.
+ *
  * @par Redirections and retries
  * The slot map is learnt at the first request (CLUSTER SLOTS from a known node, trying the
  * seeds last). @c MOVED updates that slot at once, retries the command on the new master and

@@ -144,10 +144,10 @@ const std::vector<option>& options() {
          "master asked from those Sentinels on every connect), or "
          "`redis+cluster://[user:password@]host[:port][,host[:port]...][/queue]` for a "
          "Redis Cluster (the hosts are seeds: one that answers is "
-         "enough); `redis://` and `redis+sentinel://` take `?wait=N[&wait_timeout_ms=T]` "
-         "to answer writes only once N replicas have them, and every Redis URL "
-         "`?shards=N` for a new queue's shard count (64; docs/server.md, \"Operating "
-         "with Redis\")",
+         "enough); every Redis URL takes `?wait=N[&wait_timeout_ms=T]` to answer "
+         "writes only once N replicas have them (on a Cluster, replicas of each "
+         "shard's master) and `?shards=N` for a new queue's shard count (64; "
+         "docs/server.md, \"Operating with Redis\")",
          [](settings& s, std::string_view v) { s.store = v; }},
         {"token", "SECRET", "",
          "require `Authorization: Bearer SECRET` on every path but `/healthz` and "

@@ -174,11 +174,6 @@ redis_location parse_redis(std::string_view rest, redis_kind kind, const store_o
             throw std::invalid_argument("--store: redis+sentinel:// needs a Sentinel address");
         }
     } else if (kind == redis_kind::cluster) {
-        if (where.wait_replicas != 0) {
-            // WAIT would go to whichever master the connection is, not the shard's.
-            throw std::invalid_argument("--store: ?wait= is not supported on redis+cluster:// "
-                                        "(only redis:// and redis+sentinel://)");
-        }
         // Seeds: any one that answers gives the slot map, which names every master.
         for (std::size_t from = 0;;) {
             const auto comma = authority.find(',', from);

@@ -5,7 +5,8 @@
 // (redis::cluster), behind one small interface, so that the store builds the same requests
 // for both and picks the backend once, in its constructor. Every request of the store names
 // keys of one shard per script, and a shard's keys share a hash slot, so the cluster backend
-// needs nothing more than the cluster client's own routing.
+// needs nothing more than the cluster client's own routing (a WAIT too: it goes with the
+// script before it, redis::cluster "WAIT").
 //
 #ifndef TIMEWHEEL_DQ_REDIS_BACKEND_HPP
 #define TIMEWHEEL_DQ_REDIS_BACKEND_HPP
@@ -18,6 +19,7 @@
 #include <boost/asio/any_completion_handler.hpp>
 
 #include <cstddef>
+#include <type_traits>
 #include <utility>
 
 namespace timewheel::dq::detail {
@@ -30,6 +32,8 @@ public:
     virtual ~backend() = default;
     virtual void exec(const redis::request& req, redis::response& resp, exec_handler h) = 0;
     virtual void close() = 0;
+    // A Cluster: a request's scripts may go to different masters.
+    virtual bool cluster() const noexcept = 0;
 };
 
 // A backend on a client with async_exec and close: redis::connection or redis::cluster.
@@ -43,6 +47,7 @@ public:
         client_.async_exec(req, resp, std::move(h));
     }
     void close() override { client_.close(); }
+    bool cluster() const noexcept override { return std::is_same_v<Client, redis::cluster>; }
 
 private:
     Client client_;

@@ -25,11 +25,7 @@ redis_store::redis_store(const executor_type& ex, redis::config cfg, redis_store
 redis_store::redis_store(const executor_type& ex, redis::cluster_config cfg,
                          redis_store_options opt)
     : impl_(std::make_shared<detail::redis_store_impl>(
-          ex, std::make_unique<detail::cluster_backend>(ex, cfg), cfg.node,
-          opt.wait_replicas == 0
-              ? std::move(opt)
-              : throw std::invalid_argument(
-                    "dq::redis_store: wait_replicas is not supported on a Cluster store"))) {}
+          ex, std::make_unique<detail::cluster_backend>(ex, cfg), cfg.node, std::move(opt))) {}
 
 redis_store::~redis_store() {
     impl_->close();

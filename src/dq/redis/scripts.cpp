@@ -143,7 +143,7 @@ const function& named(std::string_view name) {
     static const std::vector<function> all = [] {
         std::vector<function> v;
         for (const auto& e : entries) {
-            v.push_back({&library(), library().function_name(e.name)});
+            v.push_back({&library(), library().function_name(e.name), e.k != kind::reads});
         }
         return v;
     }();

@@ -34,7 +34,8 @@ namespace timewheel::dq::detail::scripts {
 /// One function of the library: what request::push_fcall takes.
 struct function {
     const redis::library* library;
-    std::string name; ///< timewheel_<hash>_<operation>
+    std::string name;   ///< timewheel_<hash>_<operation>
+    bool writes = true; ///< false for the no-writes ones: no WAIT after them
 };
 
 /// The library of every function below.

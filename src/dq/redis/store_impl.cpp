@@ -110,8 +110,9 @@ std::string redis_store_impl::token_base() {
     return t;
 }
 
-void redis_store_impl::push_shard_script(redis::request& req, const scripts::function& s,
+void redis_store_impl::push_shard_script(exec_state& st, const scripts::function& s,
                                          std::size_t shard, call_args& a) {
+    auto& req = st.req;
     header_[0] = prefixes_[shard];
     std::vector<std::string_view> args;
     args.reserve(header_.size() + a.args.size());
@@ -122,6 +123,35 @@ void redis_store_impl::push_shard_script(redis::request& req, const scripts::fun
         args.emplace_back(x);
     }
     req.push_fcall_range(*s.library, s.name, keys_[shard], args);
+    if (s.writes && opt_.wait_replicas != 0 && backend_->cluster()) {
+        // Right after its script: the cluster sends it to the script's master (send()).
+        st.waits.push_back(req.size());
+        req.push("WAIT", static_cast<std::int64_t>(opt_.wait_replicas),
+                 static_cast<std::int64_t>(opt_.wait_timeout.count()));
+    }
+}
+
+auto redis_store_impl::take_waits(exec_state& st, std::uint64_t want) -> error_code {
+    error_code ec;
+    redis::response scripts;
+    std::size_t next_wait = 0;
+    for (std::size_t i = 0; i < st.resp.size(); ++i) {
+        if (next_wait < st.waits.size() && st.waits[next_wait] == i) {
+            ++next_wait;
+            const auto r = st.resp[i];
+            if (!r.is_integer() || r.as_integer() < 0 ||
+                static_cast<std::uint64_t>(r.as_integer()) < want) {
+                ec = error::not_replicated;
+            }
+            continue;
+        }
+        scripts.append(st.resp[i]);
+    }
+    if (next_wait != st.waits.size()) {
+        ec = error::store_error; // fewer replies than commands: not the store's request
+    }
+    st.resp = std::move(scripts);
+    return ec;
 }
 
 auto redis_store_impl::group(const std::vector<std::string_view>& ids) const -> grouping {
@@ -155,7 +185,7 @@ void redis_store_impl::earliest_due(
     auto st = std::make_shared<exec_state>();
     for (std::size_t s = 0; s < opt_.shards; ++s) {
         call_args a;
-        push_shard_script(st->req, scripts::earliest_due(), s, a);
+        push_shard_script(*st, scripts::earliest_due(), s, a);
     }
     st->read_only = true;
     run(st, [self = shared_from_this(), h = std::move(h)](error_code ec,

@@ -123,7 +123,9 @@ private:
         redis::request req;
         redis::response resp;
         bool read_only = false; // no WAIT after it (redis_store_options::wait_replicas)
-        // The WAIT after a write, and the first of the two answers to come.
+        // On a Cluster, where each writing script is followed by its WAIT in `req`.
+        std::vector<std::size_t> waits;
+        // One server: the WAIT after a write, and the first of the two answers to come.
         redis::request wait_req;
         redis::response wait_resp;
         int answers = 0;
@@ -147,7 +149,7 @@ private:
     }
 
     std::string token_base();
-    void push_shard_script(redis::request& req, const scripts::function& s, std::size_t shard,
+    void push_shard_script(exec_state& st, const scripts::function& s, std::size_t shard,
                            call_args& a);
     error_code time_only_reply(const redis::response& resp, claim_result& out);
     error_code claim_replies(const redis::response& resp, const std::vector<std::size_t>& visit,
@@ -190,13 +192,20 @@ private:
                        });
     }
 
-    // With wait_replicas, a write is followed by WAIT as a request of its own, issued in the
-    // same turn on the same connection: the connection writes both in one write, in order,
-    // so WAIT waits for exactly the script's writes; its reply stays out of the script's
-    // response (the callers read theirs by count). The operation completes when both have
-    // answered, with the script's failure first.
+    // With wait_replicas on one server, a write is followed by WAIT as a request of its own,
+    // issued in the same turn on the same connection: the connection writes both in one
+    // write, in order, so WAIT waits for exactly the script's writes; its reply stays out of
+    // the script's response (the callers read theirs by count). The operation completes when
+    // both have answered, with the script's failure first. On a Cluster the scripts of one
+    // request may go to different masters, each needing its own WAIT: push_shard_script put
+    // one after each writing script, the cluster sends each with its script (redis::cluster
+    // "WAIT"), and send_waited() takes their replies out of the response.
     template <typename Fn>
     void send(std::shared_ptr<exec_state> st, Fn fn) {
+        if (!st->waits.empty()) {
+            send_waited(std::move(st), std::move(fn));
+            return;
+        }
         auto* req = &st->req;
         auto* resp = &st->resp;
         if (opt_.wait_replicas == 0 || st->read_only) {
@@ -230,6 +239,24 @@ private:
                        [answered](error_code ec, std::size_t) { answered(ec, true); });
     }
 
+    template <typename Fn>
+    void send_waited(std::shared_ptr<exec_state> st, Fn fn) {
+        auto* req = &st->req;
+        auto* resp = &st->resp;
+        backend_->exec(*req, *resp,
+                       [st = std::move(st), fn = std::move(fn),
+                        want = opt_.wait_replicas](error_code ec, std::size_t) mutable {
+                           if (!ec) {
+                               ec = take_waits(*st, want);
+                           }
+                           fn(ec, st->resp);
+                       });
+    }
+
+    // Checks the WAIT replies of a Cluster request (each >= `want`, or not_replicated) and
+    // leaves in st.resp the scripts' replies alone, in their order.
+    static error_code take_waits(exec_state& st, std::uint64_t want);
+
     // Runs one script per shard over `ids`; `decode` reads each result letter (nothing for a
     // letter the script never answers).
     template <typename Result, typename Push, typename Decode>
@@ -242,7 +269,7 @@ private:
             // Sized once: an ack is 5 arguments a task (vector growth was 4 allocations).
             call_args a(1 + 5 * g.members[c].size());
             push(a, g.members[c]);
-            push_shard_script(st->req, script, g.shards[c], a);
+            push_shard_script(*st, script, g.shards[c], a);
         }
         run(st, [self = shared_from_this(), h = std::move(h), g, n = ids.size(),
                  decode](error_code ec, redis::response& resp) mutable {

@@ -66,7 +66,7 @@ void redis_store_impl::flush_submits() {
                     a.add(std::string_view());
                 }
             }
-            push_shard_script(st->req, scripts::submit(), g.shards[c], a);
+            push_shard_script(*st, scripts::submit(), g.shards[c], a);
             calls.emplace_back(c, first);
         }
     }
@@ -115,7 +115,7 @@ void redis_store_impl::cancel(std::string id, store::handler<void(error_code, ca
     auto st = std::make_shared<exec_state>();
     call_args a;
     a.add(id);
-    push_shard_script(st->req, scripts::cancel(), shard_of(id), a);
+    push_shard_script(*st, scripts::cancel(), shard_of(id), a);
     run(st, [self = shared_from_this(), h = std::move(h)](error_code ec,
                                                           redis::response& resp) mutable {
         cancel_result r = cancel_result::not_found;
@@ -143,7 +143,7 @@ void redis_store_impl::simple(const scripts::function& s, std::string id,
         a.add(std::string_view(&d.kind, 1));
         a.add(d.ms);
     }
-    push_shard_script(st->req, s, shard_of(id), a);
+    push_shard_script(*st, s, shard_of(id), a);
     schedule_.forget(shard_of(id));
     run(st, [self = shared_from_this(), h = std::move(h)](error_code ec,
                                                           redis::response& resp) mutable {
@@ -160,7 +160,7 @@ void redis_store_impl::status(std::string id, store::handler<void(error_code, ta
     auto st = std::make_shared<exec_state>();
     call_args a;
     a.add(id);
-    push_shard_script(st->req, scripts::status(), shard_of(id), a);
+    push_shard_script(*st, scripts::status(), shard_of(id), a);
     st->read_only = true;
     run(st, [self = shared_from_this(), h = std::move(h), id](error_code ec,
                                                               redis::response& resp) mutable {
@@ -213,7 +213,7 @@ void redis_store_impl::list_dead(std::string cursor, std::size_t count,
         a.add(s == first ? std::string_view(after_id) : std::string_view());
         a.add(after_score);
         a.add(static_cast<std::int64_t>(count));
-        push_shard_script(st->req, scripts::list_dead(), s, a);
+        push_shard_script(*st, scripts::list_dead(), s, a);
     }
     st->read_only = true;
     run(st, [self = shared_from_this(), h = std::move(h), first,

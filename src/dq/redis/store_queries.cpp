@@ -112,7 +112,7 @@ void redis_store_impl::list_round(std::shared_ptr<list_walk> w) {
         a.add(std::string_view(q.id_prefix));
         a.add(static_cast<std::int64_t>(want));
         a.add(static_cast<std::int64_t>(scan));
-        push_shard_script(st->req, scripts::list_tasks(), s, a);
+        push_shard_script(*st, scripts::list_tasks(), s, a);
     }
     st->read_only = true;
     run(st, [self = shared_from_this(), w = std::move(w), want](error_code ec,
@@ -201,7 +201,7 @@ void redis_store_impl::list_read(std::shared_ptr<list_walk> w) {
         for (auto i : members) {
             a.add(std::string_view(w->page[i].first.id));
         }
-        push_shard_script(st->req, scripts::task_entries(), shard, a);
+        push_shard_script(*st, scripts::task_entries(), shard, a);
     }
     st->read_only = true;
     run(st, [self = shared_from_this(), w = std::move(w),
@@ -256,7 +256,7 @@ void redis_store_impl::count_tasks(store::handler<void(error_code, task_counts)>
     auto st = std::make_shared<exec_state>();
     for (std::size_t s = 0; s < opt_.shards; ++s) {
         call_args a;
-        push_shard_script(st->req, scripts::count_tasks(), s, a);
+        push_shard_script(*st, scripts::count_tasks(), s, a);
     }
     st->read_only = true;
     run(st, [self = shared_from_this(), h = std::move(h)](error_code ec,

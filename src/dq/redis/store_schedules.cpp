@@ -105,7 +105,7 @@ void redis_store_impl::schedule_op(std::string_view op, std::string id, const sc
         a.add(spec->paused ? std::string_view("1") : std::string_view("0"));
     }
     const auto shard = shard_of(id);
-    push_shard_script(st->req, scripts::schedule(), shard, a);
+    push_shard_script(*st, scripts::schedule(), shard, a);
     if (op == "trigger") {
         schedule_.forget(shard); // a task was created there
     }
@@ -161,7 +161,7 @@ void redis_store_impl::list_schedules(std::string cursor, std::size_t count,
         call_args a(2);
         a.add(s == first ? std::string_view(after) : std::string_view());
         a.add(static_cast<std::int64_t>(count));
-        push_shard_script(st->req, scripts::schedule_list(), s, a);
+        push_shard_script(*st, scripts::schedule_list(), s, a);
     }
     st->read_only = true;
     run(st, [self = shared_from_this(), h = std::move(h), first,
@@ -203,7 +203,7 @@ void redis_store_impl::due_schedules(duration window, std::size_t batch,
         call_args a(2);
         a.add(window.count());
         a.add(static_cast<std::int64_t>(batch));
-        push_shard_script(st->req, scripts::schedule_due(), s, a);
+        push_shard_script(*st, scripts::schedule_due(), s, a);
     }
     run(st, [self = shared_from_this(), h = std::move(h)](error_code ec,
                                                           redis::response& resp) mutable {
@@ -264,7 +264,7 @@ void redis_store_impl::materialise(
                 a.add(o.at.time_since_epoch().count());
             }
         }
-        push_shard_script(st->req, scripts::materialise(), g.shards[c], a);
+        push_shard_script(*st, scripts::materialise(), g.shards[c], a);
         schedule_.forget(g.shards[c]);
     }
     run(st, [self = shared_from_this(), h = std::move(h), g,

@@ -60,7 +60,7 @@ void redis_store_impl::claim(const claim_options& opt,
         a.add(opt.worker);
         a.add(static_cast<std::int64_t>(starts));
         a.add(token_base());
-        push_shard_script(st->req, scripts::claim(), visit[i], a);
+        push_shard_script(*st, scripts::claim(), visit[i], a);
     }
     if (n == 0) {
         // Nothing due by the cache: only the store's clock, for the worker's offset.

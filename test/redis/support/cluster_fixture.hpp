@@ -115,6 +115,28 @@ public:
         return text;
     }
 
+    /// Starts one more node and joins it to the cluster as a replica of the master on
+    /// @p master; returns its port once the master counts it as an online replica.
+    std::uint16_t add_replica(std::uint16_t master) {
+        redis_server::options opt;
+        opt.args = {"--cluster-enabled",     "yes",
+                    "--cluster-port",        std::to_string(free_port()),
+                    "--cluster-config-file", "nodes.conf"};
+        replicas_.push_back(std::make_unique<redis_server>(std::move(opt)));
+        auto const port = replicas_.back()->port();
+        cli_args({"--cluster", "add-node", "127.0.0.1:" + std::to_string(port),
+                  "127.0.0.1:" + std::to_string(master), "--cluster-slave", "--cluster-master-id",
+                  node_id(master)});
+        auto const deadline = std::chrono::steady_clock::now() + std::chrono::seconds(60);
+        while (cli(master, {"INFO", "replication"}).find("state=online") == std::string::npos) {
+            if (std::chrono::steady_clock::now() > deadline)
+                throw std::runtime_error("the replica on " + std::to_string(port) +
+                                         " did not come online in 60 s");
+            std::this_thread::sleep_for(std::chrono::milliseconds(100));
+        }
+        return port;
+    }
+
     /// kill -9 the master on @p port (not ports[0]: its directory keeps redis-cli's output).
     void kill9(std::uint16_t port) {
         for (auto& s : servers_)
@@ -219,6 +241,7 @@ private:
     }
 
     std::array<std::unique_ptr<redis_server>, masters> servers_;
+    std::vector<std::unique_ptr<redis_server>> replicas_; // add_replica's
     int cli_runs_ = 0;
 };
 

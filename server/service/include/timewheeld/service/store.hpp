@@ -20,11 +20,10 @@
 //                                                 hosts are seeds (names resolved on every
 //                                                 connect; one that answers is enough), the
 //                                                 masters come from the slot map; one
-//                                                 redis::cluster per thread (wait= is
-//                                                 refused: see
-//                                                 dq::redis_store_options::wait_replicas)
-//   wait=N: every write is followed by WAIT N T (T 1000 ms by default); fewer than N
-//   replicas acknowledging fails it with dq::error::not_replicated (503)
+//                                                 redis::cluster per thread
+//   wait=N: every write is followed by WAIT N T (T 1000 ms by default; on a Cluster, on
+//   the master of each shard written); fewer than N replicas acknowledging fails it with
+//   dq::error::not_replicated (503)
 //   shards=N: a new queue's shard count (64 by default; 1..16384); a queue keeps the count
 //   it was created with, and a store given another fails with dq::error::not_configured
 //   sqlite:PATH                                   dq::sqlite_store in the file PATH (created
