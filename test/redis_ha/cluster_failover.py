@@ -3,10 +3,15 @@
 #
 # A master of the store's Redis Cluster killed (-9) under load, through timewheeld: a producer
 # submits tasks all the time (due 1 s later) and their callbacks arrive while one master
-# (3 masters, 3 replicas, cluster-node-timeout 1000 ms) dies and its replica is promoted. It
-# checks what a client of the service sees: every request answered (201, or 503 with
-# Retry-After while a slot has no master: never a hang, never another status), and every task
-# answered 201 after the promotion called back. It prints what replication without WAIT
+# (3 masters, 3 replicas, cluster-node-timeout 1000 ms) dies and its replica is promoted. The
+# master killed is the worst one: the first seed of the store's URL, which also serves the
+# slots of the workers' wake-up channel and of the channels that forward results between
+# nodes (the queue's name is picked for that). It checks what a client of the service sees:
+# every request answered (201, or 503 with Retry-After while a slot has no master: never a
+# hang, never another status), every task answered 201 after the promotion called back, the
+# workers woken by submits again (timewheeld_store_wakeups_total grows: they do not only
+# poll), and a result reported to a second node (API only) forwarded to the node that holds
+# the attempt and answered 200, not 503. It prints what replication without WAIT
 # costs, which is allowed to be more than nothing: of the tasks answered 201 before the kill,
 # how many were never called (lost with the writes the replica had not received), how many were
 # called twice, the longest answer, and the lateness of the callbacks due during the failover.
@@ -72,23 +77,75 @@ class Producer:
         self.thread.join(HANG_S + 5)
 
 
+def wakeups(svc):
+    status, _, body = svc.raw('GET', '/metrics', headers={'Authorization': f'Bearer {TOKEN}'})
+    check(status == 200, f'/metrics answered {status}')
+    for line in body.decode().splitlines():
+        if line.startswith('timewheeld_store_wakeups_total '):
+            return float(line.split()[1])
+    raise Failed('/metrics has no timewheeld_store_wakeups_total')
+
+
+def report_result(node, task_id, attempt):
+    status, _, body = node.raw('POST', f'/v1/tasks/{task_id}/result',
+                               body={'attempt': attempt, 'outcome': 'success'},
+                               headers={'Authorization': f'Bearer {TOKEN}'})
+    return status, body
+
+
 def run(binary, tmp):
     cluster = RedisCluster(tmp, masters=3, replicas=1, node_timeout_ms=1000)
     rx = Receiver()
-    svc = producer = None
+    svc = producer = other = None
     try:
-        svc = Service(binary, cluster.url('failover'), tmp, TOKEN)
+        # The first seed is the victim: a queue whose wake-up channel (`<queue>:wake`) and
+        # result channels (`{<queue>}:results...`) hash to its slots, so that every
+        # subscription of the service starts there.
+        first = cluster.ports[0]
+        check(first in cluster.masters(), f'the first seed {first} is not a master')
+        queue = next(q for q in (f'failover{i}' for i in range(1000))
+                     if cluster.slot_owner(f'{q}:wake') == first and cluster.slot_owner('{' + q + '}:results') == first)
+        svc = Service(binary, cluster.url(queue), tmp, TOKEN)
+        other_tmp = os.path.join(tmp, 'api-node')
+        os.makedirs(other_tmp)
+        other = Service(binary, cluster.url(queue), other_tmp, TOKEN, extra_args=['--no-worker'])
         producer = Producer(svc.port, rx.url('/ok'))
         wait_for(lambda: len(rx.snapshot()) >= 50, 'callbacks to arrive before the kill')
-        # Not the first seed: the wake-up subscription and the forwarding of results stay on
-        # it (docs/server.md, "Redis Cluster").
-        victim = next(p for p in cluster.masters() if p != cluster.ports[0])
+        check(wakeups(svc) > 0, 'no wake-up before the kill')
+        # A result forwarded between the nodes before the kill: the channels work.
+        svc.api('POST', '/v1/tasks', {'id': 'later-before', 'delay_ms': 0, 'callback': {'url': rx.url('/later')}})
+        wait_for(lambda: rx.called('later-before'), 'the 202 callback before the kill to be called')
+        status, body = report_result(other, 'later-before', rx.called('later-before')[0][0])
+        check(status == 200, f'a result forwarded before the kill answered {status}: {body[:200]}')
+        victim = first
         replica = cluster.replica_of(victim)
         killed = time.time()
         cluster.kill(victim)
         cluster.wait_healthy(3, timeout=60)
         promoted = time.time()
         check(replica in cluster.masters(), f'the replica {replica} of {victim} was not promoted')
+
+        # (a) The workers are woken by submits again (the producer's): their subscription left
+        # the dead first seed. Before the subscription followed the cluster, it kept trying
+        # the dead node and the count stayed.
+        woken = wakeups(svc)
+        wait_for(lambda: wakeups(svc) > woken, 'a wake-up after the promotion (the workers only poll)', 20)
+        # (b) A result reported to the node without the attempt is forwarded: 2xx. While a
+        # node has not subscribed again yet, the answer may be 404 (not counted) or 503 (no
+        # master for the slot yet): asked again, the attempt still waits.
+        svc.api('POST', '/v1/tasks', {'id': 'later-after', 'delay_ms': 0, 'callback': {'url': rx.url('/later')}})
+        wait_for(lambda: rx.called('later-after'), 'the 202 callback after the promotion to be called')
+        attempt = rx.called('later-after')[0][0]
+        seen = []
+
+        def forwarded():
+            status, body = report_result(other, 'later-after', attempt)
+            seen.append(status)
+            check(status in (200, 202, 404, 503), f'a forwarded result answered {status}: {body[:200]}')
+            return status in (200, 202)  # 202: sent, the holder's reply not waited for
+        wait_for(forwarded, 'a result reported to the other node after the promotion to be forwarded (2xx)', 20)
+        wait_for(lambda: svc.state('later-after') == 'finished', 'the task whose result was forwarded to finish')
+        print(f'after the promotion: wake-ups again, a result forwarded between nodes (answers {seen})')
         time.sleep(3)
         producer.stop()
         answers = producer.answers
@@ -136,6 +193,8 @@ def run(binary, tmp):
     finally:
         if producer:
             producer.stop()
+        if other:
+            other.close()
         if svc:
             svc.close()
         rx.close()

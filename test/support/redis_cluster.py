@@ -29,10 +29,22 @@ def _port_pair_free(port):
     return True
 
 
+def _port_range():
+    # TIMEWHEEL_TEST_PORTS=first-last keeps the nodes' ports within a range (machines shared
+    # by several runs); their cluster buses are 10000 above.
+    spec = os.environ.get('TIMEWHEEL_TEST_PORTS', '')
+    if spec:
+        first, last = (int(x) for x in spec.split('-'))
+        check(1024 <= first <= last <= 55535, f'TIMEWHEEL_TEST_PORTS={spec}: not first-last within 1024-55535')
+        return first, last
+    return 20000, 45000
+
+
 def _free_ports(n):
+    first, last = _port_range()
     ports = []
     while len(ports) < n:
-        p = random.randint(20000, 45000)
+        p = random.randint(first, last)
         if p not in ports and _port_pair_free(p):
             ports.append(p)
     return ports
@@ -112,6 +124,23 @@ class RedisCluster:
                         found.append(int(f[1].split('@')[0].rsplit(':', 1)[1]))
                 return sorted(found)
         raise Failed('no node of the cluster answers CLUSTER NODES')
+
+    def slot_owner(self, key):
+        """The port of the master that serves the hash slot of `key` (CLUSTER KEYSLOT, CLUSTER NODES)."""
+        for port in self.alive():
+            slot = int(self.cli(port, 'CLUSTER', 'KEYSLOT', key))
+            for line in self.cli(port, 'CLUSTER', 'NODES').splitlines():
+                f = line.split()
+                if 'master' not in f[2].split(',') or 'fail' in f[2].split(','):
+                    continue
+                for r in f[8:]:
+                    if r.startswith('['):
+                        continue  # a slot being migrated
+                    lo, _, hi = r.partition('-')
+                    if int(lo) <= slot <= int(hi or lo):
+                        return int(f[1].split('@')[0].rsplit(':', 1)[1])
+            raise Failed(f'no master serves slot {slot} of {key}')
+        raise Failed('no node of the cluster answers')
 
     def state_ok(self, port):
         return self.info_cluster(port).get('cluster_state') == 'ok'
