@@ -155,7 +155,11 @@ int main(int argc, char** argv) {
         if (auto where = service::redis_location_of(
                 parsed.settings.store, {.operation_timeout = parsed.settings.store_timeout,
                                         .client_name = "timewheeld-results"})) {
-            router.forward_over_redis(std::move(where->config), std::move(where->queue));
+            if (where->cluster) {
+                router.forward_over_redis(std::move(*where->cluster), std::move(where->queue));
+            } else {
+                router.forward_over_redis(std::move(where->config), std::move(where->queue));
+            }
             server.set_result_sink(&router);
         }
         std::vector<std::unique_ptr<dispatch::dispatcher>> dispatchers(parsed.settings.threads);

@@ -247,7 +247,38 @@ void connection_impl::connect() {
         ask_sentinel(gen);
         return;
     }
+    if (locator_) {
+        // Answered later, not in this call stack: the answer may come from a client that
+        // completes at once.
+        locator_([self = shared_from_this(), gen](boost::system::error_code ec, host_port where) {
+            net::post(self->ex_, [self, gen, ec, where = std::move(where)] {
+                self->on_located(ec, where, gen);
+            });
+        });
+        return;
+    }
     connect_to(cfg_.host, cfg_.port, gen);
+}
+
+void connection_impl::on_located(boost::system::error_code ec, const host_port& where,
+                                 std::uint64_t gen) {
+    if (gen != gen_ || state_ != conn_state::connecting) {
+        return;
+    }
+    if (!ec && (where.host.empty() || where.port == 0)) {
+        ec = make_error_code(error::no_master);
+    }
+    if (ec) {
+        fail(ec, false);
+        return;
+    }
+    connect_to(where.host, where.port, gen);
+}
+
+void connection_impl::drop(boost::system::error_code why) {
+    if (state_ == conn_state::ready || state_ == conn_state::handshaking) {
+        fail(why, true);
+    }
 }
 
 // Each Sentinel gets connect_timeout for connecting and answering (its own connection's

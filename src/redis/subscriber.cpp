@@ -6,8 +6,14 @@
 
 #include <timewheel/redis/subscriber.hpp>
 
+#include <timewheel/redis/error.hpp>
+
+#include <boost/asio/post.hpp>
+
 #include <algorithm>
+#include <optional>
 #include <set>
+#include <string_view>
 
 namespace timewheel::redis {
 
@@ -28,30 +34,78 @@ struct subscriber::state final : detail::connection_impl::push_handler {
     }
 
     void on_push(const response& r) override {
-        if (r.empty() || !r[0].is_array() || r[0].size() < 3) {
+        if (r.empty()) {
             return;
         }
         const reply root = r[0];
-        const std::string_view kind = root[0].is_string() ? root[0].as_string() : "";
+        if (root.is_error()) {
+            // An SSUBSCRIBE sent to a node that does not serve the channel's slot (the
+            // locator's map was stale: a failover, a reshard) is answered MOVED: ask where
+            // again. Any other error is the server's own business (logged by nobody).
+            if (locating_ && !shard_channels_.empty() &&
+                root.error_message().starts_with("MOVED ")) {
+                relocate();
+            }
+            return;
+        }
+        // Every part is checked before it is read: a reply of another shape (a broken or
+        // hostile server) is dropped, not thrown from the read handler.
+        if (!root.is_array() || root.size() < 3) {
+            return;
+        }
+        const auto parts = root.elements();
+        const auto text = [&](std::size_t i) -> std::optional<std::string_view> {
+            if (i < parts.size() && parts[i].is_string()) {
+                return parts[i].as_string();
+            }
+            return std::nullopt;
+        };
+        const std::string_view kind = text(0).value_or("");
         message m;
         if (kind == "message" || kind == "smessage") {
+            const auto channel = text(1);
+            const auto payload = text(2);
+            if (!channel || !payload) {
+                return;
+            }
             m.kind = kind == "message" ? message::kind_type::message : message::kind_type::smessage;
-            m.channel = root[1].as_string();
-            m.payload = root[2].as_string();
-        } else if (kind == "pmessage" && root.size() >= 4) {
+            m.channel = *channel;
+            m.payload = *payload;
+        } else if (kind == "pmessage" && parts.size() >= 4) {
+            const auto pattern = text(1);
+            const auto channel = text(2);
+            const auto payload = text(3);
+            if (!pattern || !channel || !payload) {
+                return;
+            }
             m.kind = message::kind_type::pmessage;
-            m.pattern = root[1].as_string();
-            m.channel = root[2].as_string();
-            m.payload = root[3].as_string();
+            m.pattern = *pattern;
+            m.channel = *channel;
+            m.payload = *payload;
         } else {
             if (kind == "subscribe" || kind == "psubscribe" || kind == "ssubscribe") {
                 ++confirmations_;
+            } else if (kind == "sunsubscribe" && locating_) {
+                // The server ended a shard subscription we still hold: its slot moved to
+                // another master (a failover, a reshard). Subscribe where it is now.
+                const auto channel = text(1);
+                if (channel && shard_channels_.contains(std::string(*channel))) {
+                    relocate();
+                }
             }
             return;
         }
         if (!owner_.channel_.try_send(boost::system::error_code{}, std::move(m))) {
             ++dropped_;
         }
+    }
+
+    // Reconnects (after the backoff) to where the locator says now. Posted: this runs
+    // within the connection's read handler.
+    void relocate() {
+        ++relocations_;
+        boost::asio::post(impl_->get_executor(),
+                          [impl = impl_] { impl->drop(make_error_code(error::not_master)); });
     }
 
     void on_ready() override {
@@ -102,6 +156,8 @@ struct subscriber::state final : detail::connection_impl::push_handler {
     std::set<std::string> channels_, patterns_, shard_channels_;
     std::uint64_t dropped_ = 0;
     std::uint64_t confirmations_ = 0;
+    std::uint64_t relocations_ = 0;
+    bool locating_ = false;
 };
 
 subscriber::subscriber(const executor_type& ex, config cfg, std::size_t max_buffered)
@@ -109,6 +165,11 @@ subscriber::subscriber(const executor_type& ex, config cfg, std::size_t max_buff
     , state_(std::make_unique<state>(*this, ex, std::move(cfg))) {}
 
 subscriber::~subscriber() = default;
+
+void subscriber::set_locator(locator l) {
+    state_->locating_ = static_cast<bool>(l);
+    state_->impl_->set_locator(std::move(l));
+}
 
 void subscriber::run() {
     state_->impl_->run();
@@ -152,6 +213,9 @@ std::uint64_t subscriber::dropped() const noexcept {
 }
 std::uint64_t subscriber::confirmations() const noexcept {
     return state_->confirmations_;
+}
+std::uint64_t subscriber::relocations() const noexcept {
+    return state_->relocations_;
 }
 
 } // namespace timewheel::redis

@@ -4,10 +4,15 @@
 # A master of the store's Redis Cluster killed (-9) under load, through timewheeld: a producer
 # submits tasks all the time (due 1 s later) and their callbacks arrive while one master
 # (3 masters, 3 replicas, cluster-node-timeout 1000 ms) dies and its replica is promoted.
-# Twice, each on a cluster of its own: without WAIT (the default) and with ?wait=1. It checks
-# what a client of the service sees: every request answered (201, or 503 with Retry-After
-# while a slot has no master, or with wait=1 no replica: never a hang, never another status),
-# and every task answered 201 after the promotion called back. Before the kill it prints the
+# Twice, each on a cluster of its own: without WAIT (the default) and with ?wait=1. The master
+# killed is the worst one: the first seed of the store's URL, which also serves the slots of
+# the workers' wake-up channel and of the channels that forward results between nodes (the
+# queue's name is picked for that). It checks what a client of the service sees: every
+# request answered (201, or 503 with Retry-After while a slot has no master, or with wait=1 no
+# replica: never a hang, never another status), every task answered 201 after the promotion
+# called back, the workers woken by submits again (timewheeld_store_wakeups_total grows: they
+# do not only poll), and a result reported to a second node (API only) forwarded to the node
+# that holds the attempt and answered 2xx, not 503. Before the kill it prints the
 # cost of the round's durability: p50 and p99 of the producer's POSTs and its rate (one
 # thread, a new connection per request, 20 ms between requests: for comparing the rounds,
 # not the service's peak).
@@ -83,6 +88,36 @@ class Producer:
         self.thread.join(HANG_S + 5)
 
 
+def wakeups(svc):
+    status, _, body = svc.raw('GET', '/metrics', headers={'Authorization': f'Bearer {TOKEN}'})
+    check(status == 200, f'/metrics answered {status}')
+    for line in body.decode().splitlines():
+        if line.startswith('timewheeld_store_wakeups_total '):
+            return float(line.split()[1])
+    raise Failed('/metrics has no timewheeld_store_wakeups_total')
+
+
+def forward_result(node, task_id, attempt, when):
+    """Reports success for `attempt` to `node` until it answers 2xx; returns the statuses seen.
+
+    The holder waits for the result only once it has read the callback's 202, a little after
+    the receiver saw the call: until then every node answers 404. While a node has not
+    subscribed again after a failover it is not counted (404 too), and while no master serves
+    the channels' slot the answer is 503. Asked again, the attempt still waits."""
+    seen = []
+
+    def taken():
+        status, _, body = node.raw('POST', f'/v1/tasks/{task_id}/result',
+                                   body={'attempt': attempt, 'outcome': 'success'},
+                                   headers={'Authorization': f'Bearer {TOKEN}'})
+        seen.append(status)
+        check(status in (200, 202, 404, 503), f'a forwarded result answered {status}: {body[:200]}')
+        return status in (200, 202)  # 202: sent, the holder's reply not waited for
+
+    wait_for(taken, f'a result reported to the other node {when} to be forwarded (2xx)', 20)
+    return seen
+
+
 MEASURED = 150  # POSTs before the kill whose answers give the cost figures
 
 
@@ -97,9 +132,21 @@ def run_round(binary, tmp, wait):
     os.makedirs(tmp)
     cluster = RedisCluster(tmp, masters=3, replicas=1, node_timeout_ms=1000)
     rx = Receiver()
-    svc = producer = None
+    svc = producer = other = None
     try:
-        svc = Service(binary, cluster.url('failover', f'wait={wait}' if wait else ''), tmp, TOKEN)
+        # The first seed is the victim: a queue whose wake-up channel (`<queue>:wake`) and
+        # result channels (`{<queue>}:results...`) hash to its slots, so that every
+        # subscription of the service starts there.
+        first_seed = cluster.ports[0]
+        check(first_seed in cluster.masters(), f'the first seed {first_seed} is not a master')
+        queue = next(q for q in (f'failover{i}' for i in range(1000))
+                     if cluster.slot_owner(f'{q}:wake') == first_seed
+                     and cluster.slot_owner('{' + q + '}:results') == first_seed)
+        url = cluster.url(queue, f'wait={wait}' if wait else '')
+        svc = Service(binary, url, tmp, TOKEN)
+        other_tmp = os.path.join(tmp, 'api-node')
+        os.makedirs(other_tmp)
+        other = Service(binary, url, other_tmp, TOKEN, extra_args=['--no-worker'])
         producer = Producer(svc.port, rx.url('/ok'))
         wait_for(lambda: len(rx.snapshot()) >= 50 and len(producer.answers) >= MEASURED,
                  f'callbacks to arrive and {MEASURED} POSTs answered before the kill ({mode})')
@@ -111,9 +158,12 @@ def run_round(binary, tmp, wait):
               f'{(len(first) - 1) / (first[-1][1] - first[0][1]):.1f}/s (one thread, 20 ms between POSTs), '
               f'{sum(1 for a in first if a[3] != 201)} not 201')
 
-        # Not the first seed: the wake-up subscription and the forwarding of results stay on
-        # it (docs/server.md, "Redis Cluster").
-        victim = next(p for p in cluster.masters() if p != cluster.ports[0])
+        check(wakeups(svc) > 0, f'{mode}: no wake-up before the kill')
+        # A result forwarded between the nodes before the kill: the channels work.
+        svc.api('POST', '/v1/tasks', {'id': 'later-before', 'delay_ms': 0, 'callback': {'url': rx.url('/later')}})
+        wait_for(lambda: rx.called('later-before'), 'the 202 callback before the kill to be called')
+        forward_result(other, 'later-before', rx.called('later-before')[0][0], 'before the kill')
+        victim = first_seed
         replica = cluster.replica_of(victim)
         killed = time.time()
         cluster.kill(victim)
@@ -127,6 +177,19 @@ def run_round(binary, tmp, wait):
             wait_for(lambda: 'state=online' in cluster.info(replica, 'replication').get('slave0', ''),
                      f'the restarted {victim} to be an online replica of {replica}', 60)
             resumed = time.time()
+
+        # (a) The workers are woken by submits again (the producer's): their subscription left
+        # the dead first seed. Before the subscription followed the cluster, it kept trying
+        # the dead node and the count stayed.
+        woken = wakeups(svc)
+        wait_for(lambda: wakeups(svc) > woken, f'a wake-up after the promotion (the workers only poll, {mode})', 20)
+        # (b) A result reported to the node without the attempt is forwarded: 2xx, where the
+        # subscriptions on the dead first seed answered 503 until it came back.
+        svc.api('POST', '/v1/tasks', {'id': 'later-after', 'delay_ms': 0, 'callback': {'url': rx.url('/later')}})
+        wait_for(lambda: rx.called('later-after'), 'the 202 callback after the promotion to be called')
+        seen = forward_result(other, 'later-after', rx.called('later-after')[0][0], 'after the promotion')
+        wait_for(lambda: svc.state('later-after') == 'finished', 'the task whose result was forwarded to finish')
+        print(f'after the promotion ({mode}): wake-ups again, a result forwarded between nodes (answers {seen})')
         time.sleep(3)
         producer.stop()
         answers = producer.answers
@@ -181,6 +244,8 @@ def run_round(binary, tmp, wait):
             producer.stop()
         if svc:
             svc.close()
+        if other:
+            other.close()
         rx.close()
         cluster.close()
 

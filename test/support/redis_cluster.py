@@ -128,6 +128,23 @@ class RedisCluster:
                 return sorted(found)
         raise Failed('no node of the cluster answers CLUSTER NODES')
 
+    def slot_owner(self, key):
+        """The port of the master that serves the hash slot of `key` (CLUSTER KEYSLOT, CLUSTER NODES)."""
+        for port in self.alive():
+            slot = int(self.cli(port, 'CLUSTER', 'KEYSLOT', key))
+            for line in self.cli(port, 'CLUSTER', 'NODES').splitlines():
+                f = line.split()
+                if 'master' not in f[2].split(',') or 'fail' in f[2].split(','):
+                    continue
+                for r in f[8:]:
+                    if r.startswith('['):
+                        continue  # a slot being migrated
+                    lo, _, hi = r.partition('-')
+                    if int(lo) <= slot <= int(hi or lo):
+                        return int(f[1].split('@')[0].rsplit(':', 1)[1])
+            raise Failed(f'no master serves slot {slot} of {key}')
+        raise Failed('no node of the cluster answers')
+
     def state_ok(self, port):
         return self.info_cluster(port).get('cluster_state') == 'ok'
 

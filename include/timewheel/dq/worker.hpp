@@ -73,6 +73,9 @@ struct worker_options {
     /// Called for each failed store operation (the operation's name and its error), on the
     /// worker's executor. The worker retries by itself; this is for the log.
     std::function<void(std::string_view what, boost::system::error_code)> on_error;
+    /// Called for each wake-up received from the store (worker_stats::wakeups), on the
+    /// worker's executor: for a metric that shows whether wake-ups still arrive.
+    std::function<void()> on_wakeup;
 };
 
 /// What a worker has done so far (monotonic counters, and the handlers running now).

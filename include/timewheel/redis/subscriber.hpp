@@ -16,6 +16,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <ostream>
 #include <string>
@@ -82,6 +83,24 @@ public:
     /// The executor of the subscriber's I/O.
     const executor_type& get_executor() noexcept { return channel_.get_executor(); }
 
+    /// Where to connect: called with a completion before every connection attempt.
+    using locator = std::function<void(std::function<void(boost::system::error_code, host_port)>)>;
+
+    /// Connects where `l` answers instead of the configured host and port, asking before
+    /// every connection attempt (set it before the first subscription or run()).
+    /**
+     * For shard channels on a Cluster: `l` names the master that serves the channels' slot
+     * (redis::cluster::async_node_config). With a locator, the subscriber also follows the
+     * slot when it moves: an `sunsubscribe` from the server for a channel it still holds (the
+     * slot went to another master: a failover, a reshard), or a MOVED answer to SSUBSCRIBE (the
+     * locator's map was stale), drops the connection and connects again where `l` says then,
+     * after the reconnection backoff; relocations() counts them. An error answered by `l`
+     * fails the attempt, which is retried after the backoff. The configured credentials,
+     * timeouts and backoff apply to every address `l` names. Not with config::sentinels:
+     * the Sentinels are asked then, not `l`.
+     */
+    void set_locator(locator l);
+
     /// Opens the connection now.
     void run();
 
@@ -131,6 +150,10 @@ public:
     /// Subscription confirmations received (subscribe, psubscribe, ssubscribe replies),
     /// counting those sent again after a reconnect.
     std::uint64_t confirmations() const noexcept;
+
+    /// Connections dropped to follow a shard channel's slot to another master (with a
+    /// locator only).
+    std::uint64_t relocations() const noexcept;
 
 private:
     struct state;

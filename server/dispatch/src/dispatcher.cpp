@@ -89,6 +89,7 @@ struct dispatcher::state : std::enable_shared_from_this<dispatcher::state> {
         w.on_error = [&metrics](std::string_view what, boost::system::error_code) {
             metrics.store_error(what);
         };
+        w.on_wakeup = [&metrics] { metrics.wakeups.inc(); };
         w.claim.worker = opt.worker_name;
         // The lease outlives a call by far: a running task's lease is renewed anyway.
         w.claim.lease = opt.lease.count() > 0

@@ -6,6 +6,7 @@
 
 #include <timewheeld/service/task_json.hpp>
 
+#include <timewheel/redis/cluster.hpp>
 #include <timewheel/redis/connection.hpp>
 #include <timewheel/redis/subscriber.hpp>
 
@@ -19,6 +20,8 @@
 #include <unistd.h>
 
 #include <cstdio>
+#include <functional>
+#include <optional>
 #include <random>
 #include <stdexcept>
 #include <thread>
@@ -96,18 +99,32 @@ struct result_router::forwarder {
         result_handler handler;
     };
 
-    forwarder(result_router& router, redis::config cfg, std::string queue,
-              std::chrono::milliseconds reply_within)
+    // On one server (or its Sentinels' master): PUBLISH and SUBSCRIBE on `cfg`. On a
+    // Cluster (`ccfg`): SPUBLISH and SSUBSCRIBE on the master of the channels' slot, which
+    // their hash tag (the queue's name) picks, followed through failovers; every node
+    // subscribes there, so SPUBLISH's count is every node's subscriber whatever seed each
+    // names.
+    forwarder(result_router& router, redis::config cfg, std::optional<redis::cluster_config> ccfg,
+              std::string queue, std::chrono::milliseconds reply_within)
         : router(router)
-        , channel(std::move(queue) + ":results")
+        , channel(ccfg ? "{" + queue + "}:results" : queue + ":results")
         , node(node_name())
         , reply_channel(channel + ":" + node)
         , reply_within(reply_within)
         , guard(io.get_executor())
-        , pub(io.get_executor(), cfg)
         , sub(io.get_executor(), cfg) {
+        if (ccfg) {
+            cluster = std::make_unique<redis::cluster>(io.get_executor(), std::move(*ccfg));
+            sub.set_locator([this](auto done) { locate(std::move(done)); });
+        } else {
+            pub = std::make_unique<redis::connection>(io.get_executor(), cfg);
+        }
         net::post(io, [this] {
-            sub.subscribe({channel, reply_channel});
+            if (cluster) {
+                sub.ssubscribe({channel, reply_channel});
+            } else {
+                sub.subscribe({channel, reply_channel});
+            }
             receive();
         });
         thread = std::thread([this] { io.run(); });
@@ -116,7 +133,12 @@ struct result_router::forwarder {
     ~forwarder() {
         net::post(io, [this] {
             sub.close();
-            pub.close();
+            if (pub) {
+                pub->close();
+            }
+            if (cluster) {
+                cluster->close();
+            }
             pending.clear(); // their handlers dropped: the API has stopped
             io.stop();
         });
@@ -157,6 +179,19 @@ struct result_router::forwarder {
         });
     }
 
+    // Where the subscriber connects on a Cluster: the master of the channels' slot, the map
+    // learnt again first (the last connection may have been lost with a master that died).
+    // Only from the subscriber on `io`, which stops before the cluster is destroyed.
+    void locate(std::function<void(error_code, redis::host_port)> done) {
+        cluster->async_refresh([this, done = std::move(done)](error_code) mutable {
+            // A failed refresh leaves the last map: its owner may still be right.
+            cluster->async_node_config(
+                channel, [done = std::move(done)](error_code ec, redis::config node) {
+                    done(ec, redis::host_port{std::move(node.host), node.port});
+                });
+        });
+    }
+
     template <typename Handler>
     void publish(const std::string& to, std::string payload, Handler h) {
         struct exchange {
@@ -164,13 +199,19 @@ struct result_router::forwarder {
             redis::response resp;
         };
         auto x = std::make_shared<exchange>();
-        x->req.push("PUBLISH", to, payload);
-        pub.async_exec(x->req, x->resp, [x, h = std::move(h)](error_code ec, std::size_t) mutable {
+        auto done = [x, h = std::move(h)](error_code ec, std::size_t) mutable {
             if (!ec && (x->resp.has_error() || !x->resp[0].is_integer())) {
                 ec = net::error::operation_not_supported;
             }
             h(ec, ec ? 0 : x->resp[0].as_integer());
-        });
+        };
+        if (cluster) {
+            x->req.push("SPUBLISH", to, payload);
+            cluster->async_exec(x->req, x->resp, std::move(done));
+        } else {
+            x->req.push("PUBLISH", to, payload);
+            pub->async_exec(x->req, x->resp, std::move(done));
+        }
     }
 
     void receive() {
@@ -277,7 +318,8 @@ struct result_router::forwarder {
     const std::chrono::milliseconds reply_within;
     net::io_context io;
     net::executor_work_guard<net::io_context::executor_type> guard;
-    redis::connection pub;
+    std::unique_ptr<redis::connection> pub;  // one server
+    std::unique_ptr<redis::cluster> cluster; // or a Cluster
     redis::subscriber sub;
     std::uint64_t sequence = 0;
     std::unordered_map<std::uint64_t, std::unique_ptr<pending_report>> pending;
@@ -293,7 +335,18 @@ void result_router::forward_over_redis(redis::config cfg, std::string queue,
     if (forwarder_) {
         throw std::logic_error("result_router: already forwarding");
     }
-    forwarder_ = std::make_unique<forwarder>(*this, std::move(cfg), std::move(queue), reply_within);
+    forwarder_ = std::make_unique<forwarder>(*this, std::move(cfg), std::nullopt, std::move(queue),
+                                             reply_within);
+}
+
+void result_router::forward_over_redis(redis::cluster_config cfg, std::string queue,
+                                       std::chrono::milliseconds reply_within) {
+    if (forwarder_) {
+        throw std::logic_error("result_router: already forwarding");
+    }
+    auto node = cfg.node;
+    forwarder_ = std::make_unique<forwarder>(*this, std::move(node), std::move(cfg),
+                                             std::move(queue), reply_within);
 }
 
 void result_router::add(const std::string& id, dispatcher* d) {

@@ -216,6 +216,10 @@ service_metrics::service_metrics(metrics_registry& r)
                          "Due tasks held back by the callback client's flow control (a 429 "
                          "back-off, the rate limit, no connection slot): delayed, no attempt "
                          "counted."))
+    , wakeups(r.counter("timewheeld_store_wakeups_total",
+                        "Wake-ups received by this node's workers from the store (a task "
+                        "submitted or made due sooner than they knew): none while tasks are "
+                        "submitted means that the workers find them by their poll only."))
     , in_flight(r.gauge("timewheeld_callbacks_in_flight", "Callbacks running now."))
     , awaiting(r.gauge("timewheeld_callbacks_awaiting_result",
                        "Attempts whose callback answered 202, waiting for their result."))

@@ -243,6 +243,11 @@ void redis_store_impl::wait_wakeup(store::handler<void(error_code, time_point)> 
     }
     if (!sub_) {
         sub_ = std::make_unique<redis::subscriber>(ex_, sub_cfg_);
+        // On a Cluster the scripts' PUBLISH reaches every node: the subscriber follows the
+        // master of the channel's slot, so that a dead node (the first seed) is left.
+        if (auto where = backend_->locator(channel_)) {
+            sub_->set_locator(std::move(where));
+        }
         sub_->subscribe({channel_});
     }
     subscribed_ = true;

@@ -220,6 +220,9 @@ void worker_impl::wait_wakeup() {
             return;
         }
         ++w.stats_.wakeups;
+        if (w.options_.on_wakeup) {
+            w.options_.on_wakeup();
+        }
         const auto at = w.to_local(due) -
                         std::chrono::duration_cast<steady::duration>(w.options_.claim.horizon);
         if (w.claims_in_flight_ > 0) {

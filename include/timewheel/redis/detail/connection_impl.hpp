@@ -32,6 +32,7 @@
 #include <chrono>
 #include <cstddef>
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <optional>
 #include <random>
@@ -109,6 +110,17 @@ public:
     /// Replies that answer no request go to `h` (subscriber mode); null: dropped.
     void set_push_handler(push_handler* h) noexcept { push_handler_ = h; }
 
+    /// Where to connect, asked before every connection attempt instead of the configured
+    /// host and port (a shard subscriber asks its Cluster for the master of its channel's
+    /// slot). The answer may come later; an error fails the attempt (then the backoff).
+    using locate_done = std::function<void(boost::system::error_code, host_port)>;
+    using locator = std::function<void(locate_done)>;
+    void set_locator(locator l) { locator_ = std::move(l); }
+
+    /// Drops an established connection as if it were lost (`why` becomes last_error()) and
+    /// reconnects after the backoff, asking the locator again; nothing otherwise.
+    void drop(boost::system::error_code why);
+
 private:
     enum class conn_state : std::uint8_t { idle, connecting, handshaking, ready, backoff, closed };
 
@@ -121,6 +133,7 @@ private:
     void connect_to(const std::string& host, std::uint16_t port, std::uint64_t gen);
     void ask_sentinel(std::uint64_t gen);
     void on_sentinel_answer(boost::system::error_code ec, std::uint64_t gen);
+    void on_located(boost::system::error_code ec, const host_port& where, std::uint64_t gen);
     void on_connected(boost::system::error_code ec, std::uint64_t gen);
     void start_read();
     void on_read(boost::system::error_code ec, std::size_t n, std::uint64_t gen);
@@ -188,6 +201,7 @@ private:
     boost::system::error_code last_error_;
     connection_stats stats_;
     push_handler* push_handler_ = nullptr;
+    locator locator_;
     // The Sentinel being asked, its request and answer, and the next one to ask. The order of
     // preference (the last to answer first, the failed last) is kept across connections;
     // each attempt walks a copy of it taken at its start, which the answers then reorder.

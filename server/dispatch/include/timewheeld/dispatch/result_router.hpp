@@ -5,7 +5,9 @@
 // thread of this node holds it, or, with a Redis store, on whichever node.
 //
 // Between nodes (forward_over_redis): every node subscribes to `<queue>:results` and to a
-// reply channel of its own, `<queue>:results:<node>`. A report that no attempt here waits
+// reply channel of its own, `<queue>:results:<node>` (on a Cluster, `{<queue>}:results` and
+// `{<queue>}:results:<node>` with SSUBSCRIBE on the master of their slot, and SPUBLISH: its
+// count is that master's subscribers, which are every node's). A report that no attempt here waits
 // for is published on `<queue>:results`; PUBLISH answers how many subscribers received it,
 // the sender among them. Each receiver hands the report to its own attempts and publishes
 // what happened (accepted, wrong attempt, nothing waits here) on the sender's reply
@@ -26,13 +28,13 @@
 
 #include <timewheeld/service/result_sink.hpp>
 
-#include <timewheel/redis/config.hpp>
-
 #include <chrono>
 #include <cstdint>
 #include <memory>
 #include <mutex>
 #include <string>
+#include <timewheel/redis/cluster_config.hpp>
+#include <timewheel/redis/config.hpp>
 #include <unordered_map>
 
 namespace timewheeld::dispatch {
@@ -61,6 +63,11 @@ public:
     void forward_over_redis(timewheel::redis::config cfg, std::string queue,
                             std::chrono::milliseconds reply_within = std::chrono::seconds(2));
 
+    /// As above on a Redis Cluster (7.0 or later): the channels are `{<queue>}:results` and
+    /// `{<queue>}:results:<node>` (one hash slot), sharded pub/sub (SPUBLISH, SSUBSCRIBE)
+    /// on the master of that slot, followed when it fails over.
+    void forward_over_redis(timewheel::redis::cluster_config cfg, std::string queue,
+                            std::chrono::milliseconds reply_within = std::chrono::seconds(2));
     void
     deliver(std::string id, std::uint32_t attempt, timewheel::dq::outcome outcome,
             boost::asio::any_completion_handler<void(service::deliver_result)> handler) override;

@@ -138,6 +138,7 @@ struct service_metrics {
     service::counter& retried;      ///< callback attempts that will be retried
     service::counter& dead;         ///< tasks that became dead letters
     service::counter& deferred;     ///< due tasks held back by the client's flow control
+    service::counter& wakeups;      ///< wake-ups this node's workers received from the store
     service::gauge& in_flight;      ///< callbacks running now
     service::gauge& awaiting;       ///< attempts that answered 202, waiting for their result
     service::gauge& oldest_due_age; ///< seconds since the due time of the oldest due task

@@ -68,8 +68,7 @@ struct store_options {
 /// config, the queue's name, the durability asked (dq::redis_store_options::wait_replicas),
 /// and for a cluster, the cluster's config.
 struct redis_location {
-    /// The server; for a cluster, its first seed (Cluster pub/sub reaches every node from
-    /// any one).
+    /// The server; for a cluster, its first seed (and `cluster` the seeds and settings).
     timewheel::redis::config config;
     std::string queue;
     std::size_t wait_replicas = 0;
