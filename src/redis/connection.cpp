@@ -756,7 +756,13 @@ void connection_impl::on_timeout(boost::system::error_code ec) {
     timeout_armed_ = false;
     const auto now = clock::now();
     const auto error_code = make_error_code(error::request_timeout);
-    // Written requests: drop their replies when they come.
+    // Written requests: the connection is closed under them. Keeping the request's place
+    // and dropping its reply when it comes is right only for a server that answers every
+    // command in order; one that skipped a reply would shift every later reply onto the
+    // wrong request, where a reply of the same shape passes for another's. The timed-out
+    // requests fail with request_timeout, the others written with connection_lost (as after
+    // any loss), and the requests not yet written go out on the next connection.
+    bool written_timed_out = false;
     for (std::size_t i = 0; i < ring_size_; ++i) {
         op_base* op = ring_at(i).op;
         if (!op || !op->has_deadline_) {
@@ -766,11 +772,16 @@ void connection_impl::on_timeout(boost::system::error_code ec) {
             break;
         }
         ring_at(i).op = nullptr;
-        if (i == 0) {
-            reader_.drop_current();
-        }
+        written_timed_out = true;
         op->state_ = op_base::state::done;
         op->complete(error_code, 0, false);
+        if (state_ == conn_state::closed) {
+            return;
+        }
+    }
+    if (written_timed_out) {
+        ++stats_.timeout_disconnects;
+        fail(error_code, false);
         if (state_ == conn_state::closed) {
             return;
         }

@@ -6,7 +6,8 @@
 // then streamed without end, or with an array of endless small elements. The reply's budget
 // (config::max_reply_bytes) ends it: the request fails with protocol_error long before the
 // flood ends, the connection closes instead of holding what is sent, and a reply within the
-// budget still goes through.
+// budget still goes through. And a server that skips a reply: the request that timed out
+// closes the connection, so no later request takes another's reply.
 //
 
 #include <timewheel/redis/connection.hpp>
@@ -16,12 +17,14 @@
 
 #include <boost/asio/io_context.hpp>
 #include <boost/asio/ip/tcp.hpp>
+#include <boost/asio/read.hpp>
 #include <boost/asio/read_until.hpp>
 #include <boost/asio/streambuf.hpp>
 #include <boost/asio/write.hpp>
 #include <boost/test/unit_test.hpp>
 
 #include <atomic>
+#include <istream>
 #include <optional>
 #include <string>
 #include <thread>
@@ -161,4 +164,129 @@ BOOST_AUTO_TEST_CASE(a_zero_budget_is_refused) {
     redis::config cfg;
     cfg.max_reply_bytes = 0;
     BOOST_CHECK_THROW((redis::connection{io, cfg}), std::invalid_argument);
+}
+
+namespace {
+
+// A peer that reads commands (RESP arrays of bulk strings) and answers each with its last
+// argument as a bulk string, except the first command of all, which it swallows: a server
+// that skips a reply. Serves one connection after another until the client stops.
+class skipping_peer {
+public:
+    skipping_peer()
+        : acceptor_(io_, {net::ip::make_address("127.0.0.1"), 0}) {
+        thread_ = std::thread([this] {
+            bool swallowed = false;
+            while (!stop_) {
+                tcp::socket s(io_);
+                boost::system::error_code ec;
+                acceptor_.accept(s, ec);
+                if (ec || stop_) {
+                    return;
+                }
+                ++connections_;
+                net::streambuf in;
+                std::istream is(&in);
+                for (;;) {
+                    std::string line, arg;
+                    if (!net::read_until(s, in, "\r\n", ec)) {
+                        break;
+                    }
+                    std::getline(is, line); // *N\r
+                    const int n = std::stoi(line.substr(1));
+                    for (int i = 0; i < n && !ec; ++i) {
+                        net::read_until(s, in, "\r\n", ec);
+                        std::getline(is, line); // $len\r
+                        const std::size_t len = std::stoul(line.substr(1));
+                        if (in.size() < len + 2) {
+                            net::read(s, in, net::transfer_exactly(len + 2 - in.size()), ec);
+                        }
+                        arg.resize(len);
+                        is.read(arg.data(), static_cast<std::streamsize>(len));
+                        is.ignore(2);
+                    }
+                    if (ec) {
+                        break;
+                    }
+                    if (!swallowed) {
+                        swallowed = true;
+                        continue;
+                    }
+                    const std::string reply =
+                        "$" + std::to_string(arg.size()) + "\r\n" + arg + "\r\n";
+                    net::write(s, net::buffer(reply), ec);
+                }
+            }
+        });
+    }
+    ~skipping_peer() {
+        stop_ = true;
+        tcp::socket wake(io_); // unblocks accept()
+        boost::system::error_code ec;
+        wake.connect(acceptor_.local_endpoint(), ec);
+        thread_.join();
+    }
+    std::uint16_t port() const { return acceptor_.local_endpoint().port(); }
+    int connections() const { return connections_; }
+
+private:
+    net::io_context io_;
+    tcp::acceptor acceptor_;
+    std::atomic<bool> stop_{false};
+    std::atomic<int> connections_{0};
+    std::thread thread_;
+};
+
+} // namespace
+
+BOOST_AUTO_TEST_CASE(a_skipped_reply_does_not_shift_the_later_ones) {
+    skipping_peer peer;
+    net::io_context io;
+    redis::config cfg;
+    cfg.port = peer.port();
+    cfg.request_timeout = 300ms;
+    cfg.reconnect_min_delay = 10ms;
+    cfg.reconnect_max_delay = 20ms;
+    redis::connection conn(io, cfg);
+
+    struct result {
+        std::optional<boost::system::error_code> ec;
+        redis::response resp;
+    };
+    auto issue = [&](redis::request const& req, result& r) {
+        conn.async_exec(req, r.resp,
+                        [&r](boost::system::error_code ec, std::size_t) { r.ec = ec; });
+    };
+    redis::request a, b, c;
+    a.push("GET", "a");
+    b.push("GET", "b");
+    c.push("GET", "c");
+
+    // The first request is written and never answered: it times out.
+    result ra;
+    issue(a, ra);
+    BOOST_TEST_REQUIRE(run_until(
+        io, [&] { return ra.ec.has_value(); }, 30s));
+    BOOST_TEST(*ra.ec == redis::error::request_timeout, ra.ec->message());
+
+    // Two more, pipelined: each gets its own reply. Before, the first's place was kept and
+    // the reply to b dropped in its stead, so that c's reply went to b.
+    result rb, rc;
+    issue(b, rb);
+    issue(c, rc);
+    BOOST_TEST_REQUIRE(run_until(
+        io, [&] { return rb.ec.has_value() && rc.ec.has_value(); }, 30s));
+    BOOST_TEST(!*rb.ec, rb.ec->message());
+    BOOST_TEST(!*rc.ec, rc.ec->message());
+    // Never another's reply, whatever else happens.
+    if (!*rb.ec) {
+        BOOST_TEST(rb.resp[0].as_string() == "b");
+    }
+    if (!*rc.ec) {
+        BOOST_TEST(rc.resp[0].as_string() == "c");
+    }
+    BOOST_TEST(conn.stats().timeout_disconnects == 1u);
+    BOOST_TEST(conn.last_error() == redis::error::request_timeout);
+    BOOST_TEST(peer.connections() == 2);
+    conn.close();
 }

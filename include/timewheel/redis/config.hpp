@@ -79,7 +79,11 @@ struct config {
     std::chrono::milliseconds connect_timeout{5000};
 
     /// How long a request may wait for its replies, counted from async_exec, before it
-    /// completes with error::request_timeout. Zero means no timeout.
+    /// completes with error::request_timeout. Zero means no timeout. A request that was
+    /// already written when it timed out closes the connection (the other requests written
+    /// fail with error::connection_lost, those not written go out on the next connection):
+    /// a server that skipped its reply must not shift the later replies onto the wrong
+    /// requests. Set it well above the slowest command.
     std::chrono::milliseconds request_timeout{0};
 
     /// When nothing has been received for this long, a PING is sent; when nothing arrives in

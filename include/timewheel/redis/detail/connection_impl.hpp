@@ -56,6 +56,8 @@ struct connection_stats {
     std::uint64_t health_pings = 0;     ///< PINGs sent by the health check
     std::uint64_t resolves = 0;         ///< host names resolved (one per attempt to a name)
     std::uint64_t sentinel_queries = 0; ///< Sentinels asked for the master's address
+    /// Connections closed under a written request that timed out.
+    std::uint64_t timeout_disconnects = 0;
 };
 
 namespace detail {
