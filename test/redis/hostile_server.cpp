@@ -10,7 +10,9 @@
 // closes the connection, so no later request takes another's reply.
 //
 
+#include <timewheel/redis/cluster.hpp>
 #include <timewheel/redis/connection.hpp>
+#include <timewheel/redis/key_slot.hpp>
 
 #define BOOST_TEST_MODULE redis_hostile_server
 #include <test/redis/support/redis_fixture.hpp>
@@ -28,6 +30,7 @@
 #include <optional>
 #include <string>
 #include <thread>
+#include <vector>
 
 namespace net = boost::asio;
 namespace redis = timewheel::redis;
@@ -168,9 +171,36 @@ BOOST_AUTO_TEST_CASE(a_zero_budget_is_refused) {
 
 namespace {
 
-// A peer that reads commands (RESP arrays of bulk strings) and answers each with its last
-// argument as a bulk string, except the first command of all, which it swallows: a server
-// that skips a reply. Serves one connection after another until the client stops.
+// Reads one command (a RESP array of bulk strings) from @p s; empty at the end or on error.
+std::vector<std::string> read_command(tcp::socket& s, net::streambuf& in) {
+    std::istream is(&in);
+    std::string line;
+    boost::system::error_code ec;
+    if (!net::read_until(s, in, "\r\n", ec)) {
+        return {};
+    }
+    std::getline(is, line); // *N\r
+    std::vector<std::string> args(std::stoul(line.substr(1)));
+    for (auto& arg : args) {
+        if (!net::read_until(s, in, "\r\n", ec)) {
+            return {};
+        }
+        std::getline(is, line); // $len\r
+        const std::size_t len = std::stoul(line.substr(1));
+        if (in.size() < len + 2 &&
+            !net::read(s, in, net::transfer_exactly(len + 2 - in.size()), ec)) {
+            return {};
+        }
+        arg.resize(len);
+        is.read(arg.data(), static_cast<std::streamsize>(len));
+        is.ignore(2);
+    }
+    return args;
+}
+
+// A peer that reads commands and answers each with its last argument as a bulk string,
+// except the first command of all, which it swallows: a server that skips a reply. Serves
+// one connection after another until the client stops.
 class skipping_peer {
 public:
     skipping_peer()
@@ -186,34 +216,13 @@ public:
                 }
                 ++connections_;
                 net::streambuf in;
-                std::istream is(&in);
-                for (;;) {
-                    std::string line, arg;
-                    if (!net::read_until(s, in, "\r\n", ec)) {
-                        break;
-                    }
-                    std::getline(is, line); // *N\r
-                    const int n = std::stoi(line.substr(1));
-                    for (int i = 0; i < n && !ec; ++i) {
-                        net::read_until(s, in, "\r\n", ec);
-                        std::getline(is, line); // $len\r
-                        const std::size_t len = std::stoul(line.substr(1));
-                        if (in.size() < len + 2) {
-                            net::read(s, in, net::transfer_exactly(len + 2 - in.size()), ec);
-                        }
-                        arg.resize(len);
-                        is.read(arg.data(), static_cast<std::streamsize>(len));
-                        is.ignore(2);
-                    }
-                    if (ec) {
-                        break;
-                    }
+                for (auto args = read_command(s, in); !args.empty(); args = read_command(s, in)) {
                     if (!swallowed) {
                         swallowed = true;
                         continue;
                     }
                     const std::string reply =
-                        "$" + std::to_string(arg.size()) + "\r\n" + arg + "\r\n";
+                        "$" + std::to_string(args.back().size()) + "\r\n" + args.back() + "\r\n";
                     net::write(s, net::buffer(reply), ec);
                 }
             }
@@ -289,4 +298,135 @@ BOOST_AUTO_TEST_CASE(a_skipped_reply_does_not_shift_the_later_ones) {
     BOOST_TEST(conn.last_error() == redis::error::request_timeout);
     BOOST_TEST(peer.connections() == 2);
     conn.close();
+}
+
+namespace {
+
+// A Cluster node that is hostile: it answers CLUSTER SLOTS with a map naming its first
+// port's node for every slot, and every other command with MOVED to the next of its ports,
+// so that a client following it learns a new node at each step. Listens on `count` ports of
+// 127.0.0.1, one thread each, serving one connection after another.
+class moving_node {
+public:
+    // map_masters: how many of its ports CLUSTER SLOTS names as masters, slots split evenly.
+    explicit moving_node(std::size_t count, std::size_t map_masters = 1)
+        : map_masters_(map_masters) {
+        for (std::size_t i = 0; i < count; ++i) {
+            acceptors_.push_back(std::make_unique<tcp::acceptor>(
+                io_, tcp::endpoint{net::ip::make_address("127.0.0.1"), 0}));
+        }
+        for (std::size_t i = 0; i < count; ++i) {
+            threads_.emplace_back([this, i] { serve(i); });
+        }
+    }
+    ~moving_node() {
+        stop_ = true;
+        for (auto& a : acceptors_) {
+            tcp::socket wake(io_); // unblocks accept()
+            boost::system::error_code ec;
+            wake.connect(a->local_endpoint(), ec);
+        }
+        for (auto& t : threads_) {
+            t.join();
+        }
+    }
+    std::uint16_t port(std::size_t i) const { return acceptors_[i]->local_endpoint().port(); }
+
+private:
+    void serve(std::size_t i) {
+        while (!stop_) {
+            tcp::socket s(io_);
+            boost::system::error_code ec;
+            acceptors_[i]->accept(s, ec);
+            if (ec || stop_) {
+                return;
+            }
+            net::streambuf in;
+            for (auto args = read_command(s, in); !args.empty(); args = read_command(s, in)) {
+                std::string reply;
+                if (args[0] == "CLUSTER") {
+                    reply = "*" + std::to_string(map_masters_) + "\r\n";
+                    const std::size_t share = redis::hash_slot_count / map_masters_;
+                    for (std::size_t m = 0; m < map_masters_; ++m) {
+                        const std::size_t last = m + 1 == map_masters_ ? redis::hash_slot_count - 1
+                                                                       : (m + 1) * share - 1;
+                        reply +=
+                            "*3\r\n:" + std::to_string(m * share) + "\r\n:" + std::to_string(last) +
+                            "\r\n*2\r\n$9\r\n127.0.0.1\r\n:" + std::to_string(port(m)) + "\r\n";
+                    }
+                } else {
+                    const auto slot = args.size() > 1 ? redis::key_slot(args[1]) : 0;
+                    reply = "-MOVED " + std::to_string(slot) +
+                            " 127.0.0.1:" + std::to_string(port((i + 1) % acceptors_.size())) +
+                            "\r\n";
+                }
+                net::write(s, net::buffer(reply), ec);
+            }
+        }
+    }
+
+    std::size_t map_masters_;
+    net::io_context io_;
+    std::vector<std::unique_ptr<tcp::acceptor>> acceptors_;
+    std::atomic<bool> stop_{false};
+    std::vector<std::thread> threads_;
+};
+
+} // namespace
+
+BOOST_AUTO_TEST_CASE(a_cluster_node_moving_to_ever_new_nodes_is_bounded) {
+    moving_node node(12);
+    net::io_context io;
+    redis::cluster_config cfg;
+    cfg.node.port = node.port(0);
+    cfg.max_nodes = 4;
+    cfg.max_redirections = 16;
+    cfg.refresh_interval = 1h; // the test refreshes, not the background
+    redis::cluster cluster(io, cfg);
+    redis::request get;
+    get.push("GET", "k");
+
+    for (int round = 0; round < 3; ++round) {
+        // One request follows MOVED from node to node: four new nodes, then the fifth is
+        // refused with a named error instead of grown into.
+        redis::response resp;
+        std::optional<boost::system::error_code> result;
+        cluster.async_exec(get, resp,
+                           [&](boost::system::error_code ec, std::size_t) { result = ec; });
+        BOOST_TEST_REQUIRE(run_until(
+            io, [&] { return result.has_value(); }, 30s));
+        BOOST_TEST(*result == boost::system::error_code(redis::cluster_error::too_many_nodes),
+                   result->message());
+        BOOST_TEST(cluster.node_count() == 5u); // the seed and max_nodes more
+
+        // A refresh learns that only the seed serves slots: the others are forgotten.
+        std::optional<boost::system::error_code> refreshed;
+        cluster.async_refresh([&](boost::system::error_code ec) { refreshed = ec; });
+        BOOST_TEST_REQUIRE(run_until(
+            io, [&] { return refreshed.has_value(); }, 30s));
+        BOOST_TEST(!*refreshed, refreshed->message());
+        BOOST_TEST(cluster.node_count() == 1u);
+        BOOST_TEST(cluster.master_count() == 1u);
+        BOOST_TEST(cluster.stats().forgotten == 4u * (round + 1u));
+    }
+    BOOST_TEST(cluster.stats().moved == 3u * 5u);
+    cluster.close();
+}
+
+BOOST_AUTO_TEST_CASE(a_slot_map_naming_too_many_masters_is_refused) {
+    moving_node node(6, 6);
+    net::io_context io;
+    redis::cluster_config cfg;
+    cfg.node.port = node.port(0);
+    cfg.max_nodes = 4; // the seed is one of the six: five more
+    redis::cluster cluster(io, cfg);
+    std::optional<boost::system::error_code> refreshed;
+    cluster.async_refresh([&](boost::system::error_code ec) { refreshed = ec; });
+    BOOST_TEST_REQUIRE(run_until(
+        io, [&] { return refreshed.has_value(); }, 30s));
+    BOOST_TEST(*refreshed == boost::system::error_code(redis::cluster_error::too_many_nodes),
+               refreshed->message());
+    BOOST_TEST(cluster.node_count() == 1u);
+    BOOST_TEST(cluster.master_count() == 0u);
+    cluster.close();
 }
