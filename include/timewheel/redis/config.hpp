@@ -48,7 +48,9 @@ struct config {
     /// connect_timeout, or answers anything but an address, is skipped. The order is the
     /// listed one at first, then learned (as redis-py and Jedis do): the Sentinel that gave
     /// the last address is asked first next time, and one that failed goes after the others,
-    /// so that a dead Sentinel costs each reconnection nothing once it is known. After the
+    /// so that a dead Sentinel costs each reconnection nothing once it is known. The learned
+    /// order is shared by every connection of the process given the same list (the same
+    /// hosts and ports in the same order), from any thread. After the
     /// handshake the server must say it is a master (ROLE), or the attempt fails (an old master
     /// back as a replica is not used) and the Sentinels are asked again after the backoff.
     std::vector<host_port> sentinels;
