@@ -32,6 +32,7 @@
 #include <algorithm>
 #include <charconv>
 #include <span>
+#include <unordered_set>
 
 namespace timewheel::redis {
 
@@ -51,6 +52,9 @@ public:
                    "cluster_config::max_redirections allows";
         case cluster_error::no_slot_map:
             return "no Cluster node answered CLUSTER SLOTS with a slot map";
+        case cluster_error::too_many_nodes:
+            return "a MOVED or ASK named a new node, or a slot map more masters, than "
+                   "cluster_config::max_nodes allows";
         }
         return "unknown timewheel.redis.cluster error";
     }
@@ -145,6 +149,8 @@ struct cluster_impl::command_state {
     script const* script_ = nullptr;   // EVALSHA's, for EVAL after NOSCRIPT
     library const* library_ = nullptr; // FCALL's, loaded by the node's connection
     std::uint16_t node = 0;
+    std::uint16_t slot = 0; // a keyed command's
+    bool keyed = false;
     bool asking = false;
     bool done = false;
     std::size_t redirections = 0;
@@ -158,6 +164,7 @@ struct cluster_impl::command_state {
 // One master's share of a round.
 struct cluster_impl::attempt {
     std::uint16_t node = 0;
+    std::string host;                  // the node's, kept: a refresh may forget the node meanwhile
     std::vector<std::size_t> commands; // indices into the request
     request req;
     response resp;
@@ -167,10 +174,13 @@ cluster_impl::cluster_impl(executor_type const& ex, cluster_config cfg)
     : executor_(ex)
     , config_(std::move(cfg))
     , refresh_timer_(ex) {
-    // The seeds are the first nodes, so that the first map can be asked of them.
+    // The seeds are the first nodes, so that the first map can be asked of them; they are
+    // never forgotten, and max_nodes counts the nodes beyond them.
     map_.node_index({config_.node.host, config_.node.port});
     for (auto const& [host, port] : config_.seeds)
         map_.node_index({host, port});
+    seed_count_ = map_.nodes().size();
+    map_.set_limit(seed_count_ + std::min(config_.max_nodes, cluster_slot_map::max_limit));
 }
 
 cluster_impl::~cluster_impl() {
@@ -197,13 +207,49 @@ config cluster_impl::node_config(std::uint16_t node) const {
     return cfg;
 }
 
-connection& cluster_impl::connection_to(std::uint16_t node) {
+std::shared_ptr<connection> cluster_impl::connection_to(std::uint16_t node) {
     if (connections_.size() < map_.nodes().size())
         connections_.resize(map_.nodes().size());
     auto& c = connections_[node];
     if (!c)
-        c = std::make_unique<connection>(executor_, node_config(node));
-    return *c;
+        c = std::make_shared<connection>(executor_, node_config(node));
+    return c;
+}
+
+// Takes a slot map for the client's: refused (too_many_nodes) when it names more masters
+// than max_nodes allows besides the seeds; otherwise the nodes it does not name, which serve
+// no slot now, are forgotten first (their connections close once the requests holding them
+// are done), so that the map always fits.
+cluster_impl::error_code_type cluster_impl::use_map(std::vector<cluster_slot_range> const& ranges) {
+    auto const name = [](cluster_address const& a) {
+        return a.host + ':' + std::to_string(a.port);
+    };
+    std::unordered_set<std::string> named;
+    for (auto const& r : ranges)
+        named.insert(name(r.master));
+    std::size_t beyond_seeds = named.size();
+    for (std::size_t n = 0; n < seed_count_; ++n)
+        if (named.count(name(map_.nodes()[n])) != 0)
+            --beyond_seeds;
+    if (beyond_seeds > map_.limit() - seed_count_)
+        return cluster_error::too_many_nodes;
+    for (std::size_t n = seed_count_; n < map_.nodes().size(); ++n) {
+        auto const node = static_cast<std::uint16_t>(n);
+        if (!map_.live(node) || named.count(name(map_.nodes()[n])) != 0)
+            continue;
+        map_.forget(node);
+        if (n < connections_.size())
+            connections_[n].reset();
+        ++stats_.forgotten;
+    }
+    map_.assign(ranges);
+    masters_.clear();
+    for (auto const& r : ranges) {
+        auto const m = map_.node_index(r.master);
+        if (std::find(masters_.begin(), masters_.end(), m) == masters_.end())
+            masters_.push_back(m);
+    }
+    return {};
 }
 
 std::uint16_t cluster_impl::any_master() {
@@ -222,6 +268,8 @@ net::awaitable<error_code> cluster_impl::refresh() {
     // A node whose connection is down (a master killed) last: each waits its connect timeout,
     // and a live one knows who took over its slots.
     std::stable_partition(order.begin(), order.end(), [this](std::uint16_t n) {
+        if (!map_.live(n))
+            return false;
         return n >= connections_.size() || !connections_[n] || connections_[n]->is_connected();
     });
 
@@ -230,16 +278,20 @@ net::awaitable<error_code> cluster_impl::refresh() {
     response resp;
     std::vector<cluster_slot_range> ranges;
     net::steady_timer timer(executor_);
+    error_code why = cluster_error::no_slot_map;
     for (auto const node : order) {
         if (closed_)
             co_return error::closed;
+        if (!map_.live(node))
+            continue; // forgotten by another refresh meanwhile
+        auto const conn = connection_to(node);
+        auto const host = map_.nodes()[node].host;
         // A node that is down would keep the request queued while its connection retries:
         // give each node the connect timeout, then ask the next.
         timer.expires_after(config_.node.connect_timeout);
         auto [order_done, exec_ec, n, timer_ec] =
             co_await net::experimental::make_parallel_group(
-                connection_to(node).async_exec(req, resp, net::deferred),
-                timer.async_wait(net::deferred))
+                conn->async_exec(req, resp, net::deferred), timer.async_wait(net::deferred))
                 .async_wait(net::experimental::wait_for_one(), net::use_awaitable);
         (void)n;
         (void)timer_ec;
@@ -250,19 +302,16 @@ net::awaitable<error_code> cluster_impl::refresh() {
             co_return net::error::operation_aborted;
         if (exec_ec || resp.size() != 1)
             continue;
-        if (!detail::parse_cluster_slots(resp[0], map_.nodes()[node].host, ranges))
+        if (!detail::parse_cluster_slots(resp[0], host, ranges))
             continue;
-        map_.assign(ranges);
-        masters_.clear();
-        for (auto const& r : ranges) {
-            auto const m = map_.node_index(r.master);
-            if (std::find(masters_.begin(), masters_.end(), m) == masters_.end())
-                masters_.push_back(m);
+        if (auto ec = use_map(ranges)) {
+            why = ec; // another node may know a map that fits
+            continue;
         }
         ++stats_.refreshes;
         co_return error_code{};
     }
-    co_return cluster_error::no_slot_map;
+    co_return why;
 }
 
 void cluster_impl::refresh_in_background(std::shared_ptr<cluster_impl> const& self) {
@@ -360,6 +409,8 @@ net::awaitable<error_code> cluster_impl::run(request const& req, response& resp,
             keyless[i] = true; // malformed ones too: the server's error reply says why
             continue;
         }
+        c.keyed = true;
+        c.slot = route.slot;
         auto const owner = map_.owner(route.slot);
         c.node = owner == cluster_slot_map::unknown ? any_master() : owner;
         if (!pipeline_node)
@@ -388,11 +439,20 @@ net::awaitable<error_code> cluster_impl::run(request const& req, response& resp,
             auto& c = commands[i];
             if (c.done)
                 continue;
+            // The node may have been forgotten by a refresh since (its index free, or given
+            // to another node): a keyed command goes where the map says now.
+            if (!c.asking && c.keyed && map_.owner(c.slot) != cluster_slot_map::unknown)
+                c.node = map_.owner(c.slot);
+            if (!map_.live(c.node)) {
+                c.node = any_master();
+                c.asking = false;
+            }
             auto it = std::find_if(round.begin(), round.end(),
                                    [&](attempt* a) { return a->node == c.node; });
             if (it == round.end()) {
                 attempts.push_back(std::make_unique<attempt>());
                 attempts.back()->node = c.node;
+                attempts.back()->host = map_.nodes()[c.node].host;
                 round.push_back(attempts.back().get());
                 it = round.end() - 1;
             }
@@ -431,16 +491,20 @@ net::awaitable<error_code> cluster_impl::run(request const& req, response& resp,
         std::vector<error_code> errors;
         if (round.size() == 1) {
             auto* a = round[0];
-            auto [ec, n] = co_await connection_to(a->node).async_exec(
-                whole ? req : a->req, whole ? resp : a->resp, use_tuple);
+            auto const conn = connection_to(a->node);
+            auto [ec, n] =
+                co_await conn->async_exec(whole ? req : a->req, whole ? resp : a->resp, use_tuple);
             (void)n;
             errors.push_back(ec);
         } else {
             using op_type = decltype(std::declval<connection&>().async_exec(
                 std::declval<request const&>(), std::declval<response&>(), net::deferred));
             std::vector<op_type> ops;
-            for (auto* a : round)
-                ops.push_back(connection_to(a->node).async_exec(a->req, a->resp, net::deferred));
+            std::vector<std::shared_ptr<connection>> held;
+            for (auto* a : round) {
+                held.push_back(connection_to(a->node));
+                ops.push_back(held.back()->async_exec(a->req, a->resp, net::deferred));
+            }
             auto [order, ecs, ns] =
                 co_await net::experimental::make_parallel_group(std::move(ops))
                     .async_wait(net::experimental::wait_for_all(), net::use_awaitable);
@@ -474,16 +538,22 @@ net::awaitable<error_code> cluster_impl::run(request const& req, response& resp,
                         if (++c.redirections > config_.max_redirections)
                             co_return cluster_error::too_many_redirections;
                         if (redirect->target.host.empty())
-                            redirect->target.host = map_.nodes()[a->node].host;
+                            redirect->target.host = a->host;
+                        // A node beyond max_nodes fails the request: a hostile or broken
+                        // node naming ever-new addresses must not grow the client.
+                        std::uint16_t target = cluster_slot_map::unknown;
                         if (redirect->kind == cluster_redirection::moved) {
                             ++stats_.moved;
-                            c.node = map_.set_owner(redirect->slot, redirect->target);
+                            target = map_.set_owner(redirect->slot, redirect->target);
                             refresh_in_background(shared_from_this());
                         } else {
                             ++stats_.ask;
-                            c.node = map_.node_index(redirect->target);
+                            target = map_.node_index(redirect->target);
                             c.asking = true;
                         }
+                        if (target == cluster_slot_map::unknown)
+                            co_return cluster_error::too_many_nodes;
+                        c.node = target;
                         ++at;
                         continue;
                     }

@@ -22,6 +22,7 @@
 
 #include <algorithm>
 #include <charconv>
+#include <map>
 #include <stdexcept>
 
 namespace timewheel::redis::detail {
@@ -86,7 +87,7 @@ connection_impl::connection_impl(const executor_type& ex, config cfg)
                     "redis::config::sentinels: every Sentinel needs a host and a port");
             }
         }
-        sentinel_order_ = cfg_.sentinels;
+        sentinel_order_ = sentinel_order::for_list(cfg_.sentinels);
     } else if (!cfg_.unix_socket.empty()) {
         endpoint_ = net::local::stream_protocol::endpoint(cfg_.unix_socket);
         tcp_ = false;
@@ -242,7 +243,7 @@ void connection_impl::connect() {
     boost::system::error_code ignored;
     socket_.close(ignored);
     if (!cfg_.sentinels.empty()) {
-        sentinel_round_ = sentinel_order_;
+        sentinel_round_ = sentinel_order_->snapshot();
         sentinel_next_ = 0;
         ask_sentinel(gen);
         return;
@@ -317,6 +318,65 @@ void connection_impl::ask_sentinel(std::uint64_t gen) {
         });
 }
 
+namespace {
+
+// The list's key in the registry of shared orders: its hosts and ports, in order.
+std::string sentinel_key(const std::vector<host_port>& sentinels) {
+    std::string key;
+    for (const auto& s : sentinels) {
+        key += s.host;
+        key += ':';
+        key += std::to_string(s.port);
+        key += ' ';
+    }
+    return key;
+}
+
+bool same_sentinel(const host_port& a, const host_port& b) {
+    return a.host == b.host && a.port == b.port;
+}
+
+} // namespace
+
+std::shared_ptr<sentinel_order> sentinel_order::for_list(const std::vector<host_port>& sentinels) {
+    static std::mutex mutex;
+    static std::map<std::string, std::weak_ptr<sentinel_order>> orders;
+    const std::lock_guard lock(mutex);
+    // Lists no connection holds any more are dropped: the registry is as large as the lists
+    // in use.
+    std::erase_if(orders, [](const auto& entry) { return entry.second.expired(); });
+    auto& slot = orders[sentinel_key(sentinels)];
+    auto order = slot.lock();
+    if (!order) {
+        order = std::make_shared<sentinel_order>(sentinels);
+        slot = order;
+    }
+    return order;
+}
+
+std::vector<host_port> sentinel_order::snapshot() const {
+    const std::lock_guard lock(mutex_);
+    return order_;
+}
+
+void sentinel_order::answered(const host_port& s) {
+    const std::lock_guard lock(mutex_);
+    const auto at = std::find_if(order_.begin(), order_.end(),
+                                 [&](const host_port& o) { return same_sentinel(o, s); });
+    if (at != order_.end()) {
+        std::rotate(order_.begin(), at, at + 1);
+    }
+}
+
+void sentinel_order::failed(const host_port& s) {
+    const std::lock_guard lock(mutex_);
+    const auto at = std::find_if(order_.begin(), order_.end(),
+                                 [&](const host_port& o) { return same_sentinel(o, s); });
+    if (at != order_.end()) {
+        std::rotate(at, at + 1, order_.end());
+    }
+}
+
 std::optional<host_port> parse_master_address(const reply& r) {
     if (!r.is_array() || r.size() != 2) {
         return std::nullopt;
@@ -350,16 +410,10 @@ void connection_impl::on_sentinel_answer(boost::system::error_code ec, std::uint
     sentinel_conn_.reset();
     // The one asked moves to the front when it answered, after the others when it did not.
     const auto& asked = sentinel_round_[sentinel_next_ - 1];
-    const auto at =
-        std::find_if(sentinel_order_.begin(), sentinel_order_.end(), [&](const host_port& s) {
-            return s.host == asked.host && s.port == asked.port;
-        });
-    if (at != sentinel_order_.end()) {
-        if (host.empty()) {
-            std::rotate(at, at + 1, sentinel_order_.end());
-        } else {
-            std::rotate(sentinel_order_.begin(), at, at + 1);
-        }
+    if (host.empty()) {
+        sentinel_order_->failed(asked);
+    } else {
+        sentinel_order_->answered(asked);
     }
     if (host.empty()) {
         ask_sentinel(gen); // no answer, nil (master unknown), or not an address: the next one
@@ -787,7 +841,13 @@ void connection_impl::on_timeout(boost::system::error_code ec) {
     timeout_armed_ = false;
     const auto now = clock::now();
     const auto error_code = make_error_code(error::request_timeout);
-    // Written requests: drop their replies when they come.
+    // Written requests: the connection is closed under them. Keeping the request's place
+    // and dropping its reply when it comes is right only for a server that answers every
+    // command in order; one that skipped a reply would shift every later reply onto the
+    // wrong request, where a reply of the same shape passes for another's. The timed-out
+    // requests fail with request_timeout, the others written with connection_lost (as after
+    // any loss), and the requests not yet written go out on the next connection.
+    bool written_timed_out = false;
     for (std::size_t i = 0; i < ring_size_; ++i) {
         op_base* op = ring_at(i).op;
         if (!op || !op->has_deadline_) {
@@ -797,11 +857,16 @@ void connection_impl::on_timeout(boost::system::error_code ec) {
             break;
         }
         ring_at(i).op = nullptr;
-        if (i == 0) {
-            reader_.drop_current();
-        }
+        written_timed_out = true;
         op->state_ = op_base::state::done;
         op->complete(error_code, 0, false);
+        if (state_ == conn_state::closed) {
+            return;
+        }
+    }
+    if (written_timed_out) {
+        ++stats_.timeout_disconnects;
+        fail(error_code, false);
         if (state_ == conn_state::closed) {
             return;
         }

@@ -677,3 +677,95 @@ BOOST_FIXTURE_TEST_CASE(a_claim_answered_with_more_tasks_than_it_asked_for_fails
     BOOST_TEST(!good_ec, good_ec.message());
     BOOST_TEST(good_result);
 }
+
+// Values out of range in replies of the right shape: each would do harm if taken (a cast
+// that truncates an attempt count, a time that overflows chrono arithmetic or is before the
+// epoch, a negative count or backoff), so each fails its operation with store_error.
+BOOST_FIXTURE_TEST_CASE(a_value_out_of_range_in_a_well_formed_reply_fails, hostile_fixture) {
+    const auto ops = operations();
+    const auto find = [&](std::string_view name) -> const operation& {
+        return *std::find_if(ops.begin(), ops.end(),
+                             [&](const operation& o) { return o.name == name; });
+    };
+    const auto ints = [](std::initializer_list<std::string> values) {
+        std::string r;
+        for (const auto& v : values) {
+            r += ":" + v + "\r\n";
+        }
+        return r;
+    };
+    // status.lua: state, attempt, due, created, updated, max_attempts, base, cap, error,
+    // payload, then a log entry (attempt, worker, started, ended, outcome, error).
+    const auto status = [&](std::string attempt, std::string due, std::string max_attempts,
+                            std::string base, std::string cap, std::string started) {
+        return "*16\r\n$7\r\ndelayed\r\n" +
+               ints({attempt, due, "1000", "1000", max_attempts, base, cap}) +
+               "$0\r\n\r\n$1\r\np\r\n" + ints({"1"}) + "$1\r\nw\r\n" + ints({started, "1000"}) +
+               "$2\r\nok\r\n$0\r\n\r\n";
+    };
+    // claim.lua: the clock, the next due, then one task (id, token, due, attempt, payload,
+    // max_attempts, base, cap, running).
+    const auto claim = [&](std::string now, std::string next, std::string due, std::string attempt,
+                           std::string max_attempts, std::string base) {
+        return "*11\r\n" + ints({now, next}) + "$1\r\na\r\n$2\r\ntk\r\n" + ints({due, attempt}) +
+               "$1\r\np\r\n" + ints({max_attempts, base, "1000", "0"});
+    };
+    const std::string big = "4294967296";       // 2^32: truncated by a 32-bit cast
+    const std::string late = "253402300800000"; // a ms past max_due
+    const std::string huge = "9223372036854775807";
+    const std::vector<std::pair<std::string, std::string>> cases = {
+        {"status", status("1", "-1", "3", "100", "1000", "1000")},
+        {"status", status("1", late, "3", "100", "1000", "1000")},
+        {"status", status(big, "1000", "3", "100", "1000", "1000")},
+        {"status", status("1", "1000", "0", "100", "1000", "1000")},
+        {"status", status("1", "1000", big, "100", "1000", "1000")},
+        {"status", status("1", "1000", "3", "-100", "1000", "1000")},
+        {"status", status("1", "1000", "3", "100", huge, "1000")},
+        {"status", status("1", "1000", "3", "100", "1000", "-5")},
+        {"list_dead", "*4\r\n$1\r\na\r\n:-5\r\n:1\r\n$3\r\nerr\r\n"},
+        {"list_dead", "*4\r\n$1\r\na\r\n:5\r\n:" + big + "\r\n$3\r\nerr\r\n"},
+        {"claim", claim("-1", "-1", "1000", "1", "3", "100")},
+        {"claim", claim(huge, "-1", "1000", "1", "3", "100")},
+        {"claim", claim("1000", "-2", "1000", "1", "3", "100")},
+        {"claim", claim("1000", "-1", late, "1", "3", "100")},
+        {"claim", claim("1000", "-1", "1000", big, "3", "100")},
+        {"claim", claim("1000", "-1", "1000", "1", "0", "100")},
+        {"claim", claim("1000", "-1", "1000", "1", "3", "-1")},
+        {"earliest_due", "*2\r\n:-1\r\n:-1\r\n"},
+        {"earliest_due", "*2\r\n:1000\r\n:-7\r\n"},
+        {"earliest_due", "*2\r\n:1000\r\n:" + huge + "\r\n"},
+        {"list_tasks", "*5\r\n:0\r\n:0\r\n$0\r\n\r\n:-1000\r\n$1\r\na\r\n"},
+        {"list_tasks", "*3\r\n:1\r\n:" + late + "\r\n$1\r\na\r\n"},
+        {"task_entries", "*5\r\n:1\r\n:-1000\r\n:0\r\n$0\r\n\r\n$1\r\np\r\n"},
+        {"task_entries", "*5\r\n:1\r\n:1000\r\n:" + big + "\r\n$0\r\n\r\n$1\r\np\r\n"},
+        {"count_tasks", "*9\r\n" + ints({"1000", "-1", "0", "0", "0", "0", "0", "0", "-1"})},
+        {"count_tasks", "*9\r\n" + ints({"1000", huge, "0", "0", "0", "0", "0", "0", "-1"})},
+        {"count_tasks", "*9\r\n" + ints({"-1", "1", "0", "0", "0", "0", "0", "0", "-1"})},
+        {"count_tasks", "*9\r\n" + ints({"1000", "1", "0", "0", "0", "0", "0", "0", "-9"})},
+        {"due_schedules", "*1\r\n:-1\r\n"},
+        {"due_schedules", "*1\r\n:" + huge + "\r\n"},
+        {"materialise", "*3\r\n:1\r\n:" + big + "\r\n:0\r\n"},
+        {"materialise", "*3\r\n:1\r\n:1\r\n:-1\r\n"},
+    };
+    for (const auto& [name, reply] : cases) {
+        const auto& op = find(name);
+        BOOST_TEST_CONTEXT(name << " answered " << reply) {
+            if (!op.first.empty()) {
+                fake.queued.push_back({op.first});
+            }
+            fake.script = {reply};
+            const auto [ec, result] = run(op);
+            BOOST_TEST(ec == error_code(dq::error::store_error), ec.message());
+            BOOST_TEST(!result);
+            fake.queued.clear();
+            if (!op.first.empty()) {
+                fake.queued.push_back({op.first});
+            }
+            fake.script = {op.good};
+            const auto [good_ec, good_result] = run(op);
+            BOOST_TEST(!good_ec, good_ec.message());
+            (void)good_result;
+            fake.queued.clear();
+        }
+    }
+}

@@ -52,6 +52,30 @@ BOOST_AUTO_TEST_CASE(assign_and_move) {
     BOOST_TEST(map.serves_any(1));
 }
 
+BOOST_AUTO_TEST_CASE(a_bounded_list_of_nodes) {
+    td::cluster_slot_map map;
+    map.set_limit(3);
+    BOOST_TEST(map.node_index({"127.0.0.1", 7000}) == 0);
+    BOOST_TEST(map.set_owner(1, {"127.0.0.1", 7001}) == 1);
+    BOOST_TEST(map.set_owner(2, {"127.0.0.1", 7002}) == 2);
+    // A fourth node is refused and changes nothing.
+    BOOST_TEST(map.set_owner(2, {"127.0.0.1", 7003}) == td::cluster_slot_map::unknown);
+    BOOST_TEST(map.node_index({"127.0.0.1", 7003}) == td::cluster_slot_map::unknown);
+    BOOST_TEST(map.owner(2) == 2);
+    BOOST_TEST(map.live_count() == 3u);
+    // A node forgotten loses its slots and frees its index for the next new node.
+    map.forget(1);
+    BOOST_TEST(!map.live(1));
+    BOOST_TEST(map.owner(1) == td::cluster_slot_map::unknown);
+    BOOST_TEST(map.live_count() == 2u);
+    BOOST_TEST(map.set_owner(5, {"127.0.0.1", 7003}) == 1);
+    BOOST_TEST(map.nodes()[1].port == 7003);
+    BOOST_TEST(map.nodes().size() == 3u);
+    // The limit never exceeds what a 16-bit index can name.
+    map.set_limit(1u << 20);
+    BOOST_TEST(map.limit() == td::cluster_slot_map::max_limit);
+}
+
 BOOST_AUTO_TEST_CASE(redirections) {
     auto r = td::parse_redirection("MOVED 3999 127.0.0.1:6381");
     BOOST_TEST_REQUIRE(r.has_value());

@@ -175,6 +175,35 @@ BOOST_AUTO_TEST_CASE(the_sentinel_that_answered_is_asked_first_and_a_failed_one_
     conn.close();
 }
 
+// The order is shared by the connections given the same Sentinels (timewheeld has one a
+// thread, a subscriber and a result forwarder): a dead Sentinel found by one is asked last by
+// the next, so it costs one connect timeout and not one a connection.
+BOOST_AUTO_TEST_CASE(connections_given_the_same_sentinels_share_their_order,
+                     *boost::unit_test::precondition(redis_available())) {
+    redis_server master;
+    net::io_context io;
+    fake_sentinel silent(io, "");
+    fake_sentinel good(io, address_reply("127.0.0.1", master.port()));
+    redis::connection first(io, sentinel_config({silent.address(), good.address()}));
+    BOOST_TEST_REQUIRE(!ping(io, first));
+    BOOST_TEST(silent.asked == 1);
+    BOOST_TEST(good.asked == 1);
+    redis::connection second(io, sentinel_config({silent.address(), good.address()}));
+    BOOST_TEST_REQUIRE(!ping(io, second));
+    BOOST_TEST(silent.asked == 1); // not asked again
+    BOOST_TEST(good.asked == 2);
+    BOOST_TEST(second.stats().sentinel_queries == 1u);
+    // Another list has its own order: the silent Sentinel, first in it, is asked.
+    fake_sentinel also_good(io, address_reply("127.0.0.1", master.port()));
+    redis::connection other(io, sentinel_config({silent.address(), also_good.address()}));
+    BOOST_TEST_REQUIRE(!ping(io, other));
+    BOOST_TEST(silent.asked == 2);
+    BOOST_TEST(also_good.asked == 1);
+    first.close();
+    second.close();
+    other.close();
+}
+
 BOOST_AUTO_TEST_CASE(no_sentinel_with_an_address_fails_the_attempt_with_no_master,
                      *boost::unit_test::precondition(redis_available())) {
     net::io_context io;

@@ -139,6 +139,10 @@ public:
     /// The number of masters the slot map names now (0 before the map is learnt).
     std::size_t master_count() const noexcept { return impl_->master_count(); }
 
+    /// The number of nodes known now, seeds included: at most the seeds plus
+    /// cluster_config::max_nodes.
+    std::size_t node_count() const noexcept { return impl_->node_count(); }
+
     /// Sends the commands of @p req, each to the master of its slot, and stores their
     /// replies in @p resp in the order of the request.
     /**

@@ -50,6 +50,16 @@ struct cluster_config {
 
     /// The shortest time between two background refreshes of the whole slot map after MOVED.
     std::chrono::milliseconds refresh_interval{500};
+
+    /// The most nodes known at once besides the seeds, each with its connection: the masters
+    /// of the slot map and the nodes MOVED and ASK named since. A MOVED or ASK to a node
+    /// beyond it fails its request with cluster_error::too_many_nodes, and a slot map naming
+    /// more masters is refused, so that a node answering with ever-new addresses cannot
+    /// grow the client. A node that serves no slot after a refresh is forgotten (its
+    /// connection closed once its requests are done; the seeds are always kept). The
+    /// default is the most masters a slot map can name, one a slot; the total (seeds
+    /// included) is capped at 65535.
+    std::size_t max_nodes = 16384;
 };
 
 /// What a redis::cluster has done, for monitoring and tests.
@@ -59,6 +69,7 @@ struct cluster_stats {
     std::uint64_t retries = 0;   ///< commands sent again after TRYAGAIN or CLUSTERDOWN
     std::uint64_t refreshes = 0; ///< slot maps learnt (CLUSTER SLOTS answered)
     std::uint64_t split = 0;     ///< requests whose commands went to more than one master
+    std::uint64_t forgotten = 0; ///< nodes forgotten after a refresh (they served no slot)
 };
 
 /// The errors of a redis::cluster, in redis::cluster_category().
@@ -73,6 +84,10 @@ enum class cluster_error {
     /// No known node (the masters of the last map, then the seeds) answered CLUSTER SLOTS
     /// with a usable map.
     no_slot_map,
+
+    /// A MOVED or ASK named a new node, or a slot map more masters, than
+    /// cluster_config::max_nodes allows.
+    too_many_nodes,
 };
 
 /// The category of cluster_error values; its name is "timewheel.redis.cluster".

@@ -48,7 +48,9 @@ struct config {
     /// connect_timeout, or answers anything but an address, is skipped. The order is the
     /// listed one at first, then learned (as redis-py and Jedis do): the Sentinel that gave
     /// the last address is asked first next time, and one that failed goes after the others,
-    /// so that a dead Sentinel costs each reconnection nothing once it is known. After the
+    /// so that a dead Sentinel costs each reconnection nothing once it is known. The learned
+    /// order is shared by every connection of the process given the same list (the same
+    /// hosts and ports in the same order), from any thread. After the
     /// handshake the server must say it is a master (ROLE), or the attempt fails (an old master
     /// back as a replica is not used) and the Sentinels are asked again after the backoff.
     std::vector<host_port> sentinels;
@@ -79,7 +81,11 @@ struct config {
     std::chrono::milliseconds connect_timeout{5000};
 
     /// How long a request may wait for its replies, counted from async_exec, before it
-    /// completes with error::request_timeout. Zero means no timeout.
+    /// completes with error::request_timeout. Zero means no timeout. A request that was
+    /// already written when it timed out closes the connection (the other requests written
+    /// fail with error::connection_lost, those not written go out on the next connection):
+    /// a server that skipped its reply must not shift the later replies onto the wrong
+    /// requests. Set it well above the slowest command.
     std::chrono::milliseconds request_timeout{0};
 
     /// When nothing has been received for this long, a PING is sent; when nothing arrives in

@@ -135,7 +135,10 @@ public:
      * `ec` is success when every reply arrived (replies == req.size()), or:
      * @li error::connection_lost: the request was written but the connection was lost
      *     before all its replies arrived (it may or may not have run on the server);
-     * @li error::request_timeout: config::request_timeout passed first;
+     * @li error::request_timeout: config::request_timeout passed first; if the request
+     *     was written, the connection is closed under it (the other requests written fail
+     *     with connection_lost) and re-opened, so that a server that skips a reply cannot
+     *     shift the later replies onto the wrong requests;
      * @li error::closed: the connection was closed, or lost with config::reconnect off;
      * @li boost::asio::error::operation_aborted: the operation was cancelled.
      *

@@ -8,6 +8,7 @@
 
 #include "replies.hpp"
 
+#include <timewheel/dq/detail/input_checks.hpp>
 #include <timewheel/dq/error.hpp>
 
 #include <algorithm>
@@ -37,6 +38,48 @@ std::int64_t to_int(std::string_view s) {
     std::int64_t v = 0;
     std::from_chars(s.data(), s.data() + s.size(), v);
     return v;
+}
+
+std::int64_t int_in(redis::reply r, std::int64_t lo, std::int64_t hi, const char* what) {
+    if (!r.is_integer()) {
+        throw std::runtime_error(std::string("dq::redis_store: a reply's ") + what +
+                                 " is not an integer");
+    }
+    const auto v = r.as_integer();
+    if (v < lo || v > hi) {
+        throw std::runtime_error(std::string("dq::redis_store: a reply's ") + what + " of " +
+                                 std::to_string(v) + " is outside " + std::to_string(lo) + ".." +
+                                 std::to_string(hi));
+    }
+    return v;
+}
+
+bool is_time(std::int64_t v) noexcept {
+    return v >= 0 && v <= max_due.time_since_epoch().count();
+}
+
+time_point time_in(redis::reply r, const char* what) {
+    return ms(int_in(r, 0, max_due.time_since_epoch().count(), what));
+}
+
+std::int64_t time_or_none(redis::reply r, const char* what) {
+    return int_in(r, -1, max_due.time_since_epoch().count(), what);
+}
+
+std::uint32_t attempts(redis::reply r, const char* what) {
+    return static_cast<std::uint32_t>(int_in(r, 0, UINT32_MAX, what));
+}
+
+std::uint32_t max_attempts(redis::reply r, const char* what) {
+    return static_cast<std::uint32_t>(int_in(r, 1, UINT32_MAX, what));
+}
+
+duration backoff(redis::reply r, const char* what) {
+    return duration(int_in(r, 0, detail::max_backoff_ms, what));
+}
+
+std::uint64_t count(redis::reply r, const char* what) {
+    return static_cast<std::uint64_t>(int_in(r, 0, max_count, what));
 }
 
 error_code script_error(redis::reply r) {
@@ -125,21 +168,21 @@ task_status status_reply(redis::reply rep, const std::string& id) {
     if (!known) {
         throw std::runtime_error("dq::redis_store: a status reply with an unknown state");
     }
-    out.attempt = static_cast<std::uint32_t>(items[1].as_integer());
-    out.due = ms(items[2].as_integer());
-    out.created = ms(items[3].as_integer());
-    out.updated = ms(items[4].as_integer());
-    out.retry.max_attempts = static_cast<std::uint32_t>(items[5].as_integer());
-    out.retry.base = duration(items[6].as_integer());
-    out.retry.cap = duration(items[7].as_integer());
+    out.attempt = attempts(items[1], "attempt");
+    out.due = time_in(items[2], "due time");
+    out.created = time_in(items[3], "creation time");
+    out.updated = time_in(items[4], "update time");
+    out.retry.max_attempts = max_attempts(items[5], "max_attempts");
+    out.retry.base = backoff(items[6], "backoff base");
+    out.retry.cap = backoff(items[7], "backoff cap");
     out.last_error = std::string(items[8].as_string());
     out.payload = std::string(items[9].as_string());
     for (std::size_t i = 10; i + 6 <= n; i += 6) {
         attempt_record r;
-        r.attempt = static_cast<std::uint32_t>(items[i].as_integer());
+        r.attempt = attempts(items[i], "log attempt");
         r.worker = std::string(items[i + 1].as_string());
-        r.started = ms(items[i + 2].as_integer());
-        r.ended = ms(items[i + 3].as_integer());
+        r.started = time_in(items[i + 2], "log start time");
+        r.ended = time_in(items[i + 3], "log end time");
         r.outcome = std::string(items[i + 4].as_string());
         r.error = std::string(items[i + 5].as_string());
         if (out.state == task_state::finished) {
@@ -163,8 +206,8 @@ void dead_reply(redis::reply rep, std::size_t shard, std::size_t count, dead_pag
     for (std::size_t j = 0; j + 4 <= n && page.entries.size() < count; j += 4) {
         dead_page::entry e;
         e.id = std::string(items[j].as_string());
-        e.died = ms(items[j + 1].as_integer());
-        e.attempt = static_cast<std::uint32_t>(items[j + 2].as_integer());
+        e.died = time_in(items[j + 1], "death time");
+        e.attempt = attempts(items[j + 2], "attempt");
         e.last_error = std::string(items[j + 3].as_string());
         last = std::to_string(shard) + ":" + std::to_string(e.died.time_since_epoch().count()) +
                ":" + e.id;
@@ -206,18 +249,18 @@ claim_head claim_reply(redis::reply rep, std::size_t limit, std::vector<claimed_
     }
     const auto items = rep.elements();
     claim_head head;
-    head.now = items[0].as_integer();
-    head.next_due = items[1].as_integer();
+    head.now = time_in(items[0], "clock").time_since_epoch().count();
+    head.next_due = time_or_none(items[1], "next due time");
     for (std::size_t j = 2; j + 9 <= n; j += 9) {
         claimed_task t;
         t.id = std::string(items[j].as_string());
         t.token = std::string(items[j + 1].as_string());
-        t.due = ms(items[j + 2].as_integer());
-        t.attempt = static_cast<std::uint32_t>(items[j + 3].as_integer());
+        t.due = time_in(items[j + 2], "due time");
+        t.attempt = attempts(items[j + 3], "attempt");
         t.payload = std::string(items[j + 4].as_string());
-        t.retry.max_attempts = static_cast<std::uint32_t>(items[j + 5].as_integer());
-        t.retry.base = duration(items[j + 6].as_integer());
-        t.retry.cap = duration(items[j + 7].as_integer());
+        t.retry.max_attempts = max_attempts(items[j + 5], "max_attempts");
+        t.retry.base = backoff(items[j + 6], "backoff base");
+        t.retry.cap = backoff(items[j + 7], "backoff cap");
         t.running = items[j + 8].as_integer() == 1;
         tasks.push_back(std::move(t));
     }

@@ -38,6 +38,30 @@ inline time_point ms(std::int64_t v) {
     return time_point(duration(v));
 }
 
+/// Checked reads of the integers in a script's reply. A well-formed reply may still carry a
+/// value where it would do harm: a cast that truncates (attempts are 32 bits), a time that
+/// overflows chrono arithmetic, a negative count. Each throws std::runtime_error naming the
+/// field when the element is not an integer or is out of its range (the store answers
+/// store_error, as for a reply of the wrong shape).
+/// - int_in: [lo, hi];
+/// - time_in: a time of the store's clock, [0, max_due] (year 9999);
+/// - time_or_none: -1 (none) or a time as time_in;
+/// - attempts: [0, 2^32 - 1]; max_attempts: [1, 2^32 - 1] (a task's policy);
+/// - backoff: a retry policy's base or cap, [0, detail::max_backoff_ms];
+/// - count: a number of tasks, [0, max_count] (a sum over 16384 shards stays in 64 bits).
+inline constexpr std::int64_t max_count = (std::int64_t(1) << 48) - 1;
+std::int64_t int_in(redis::reply r, std::int64_t lo, std::int64_t hi, const char* what);
+time_point time_in(redis::reply r, const char* what);
+std::int64_t time_or_none(redis::reply r, const char* what);
+std::uint32_t attempts(redis::reply r, const char* what);
+std::uint32_t max_attempts(redis::reply r, const char* what);
+duration backoff(redis::reply r, const char* what);
+std::uint64_t count(redis::reply r, const char* what);
+
+/// Whether `v` is a time of the store's clock, [0, max_due], for the callers that check
+/// without throwing.
+bool is_time(std::int64_t v) noexcept;
+
 /// The error a script's error reply stands for: a DQ error the script raised, store_full for
 /// Redis's OOM refusal, store_error for anything else.
 boost::system::error_code script_error(redis::reply r);

@@ -197,8 +197,9 @@ void redis_store_impl::earliest_due(
             if (rep.is_error()) {
                 ec = script_error(rep);
             } else if (!rep.is_array() || rep.size() != 2 || !rep[0].is_integer() ||
-                       !rep[1].is_integer()) {
-                ec = error::store_error;
+                       !rep[1].is_integer() || !replies::is_time(rep[0].as_integer()) ||
+                       (rep[1].as_integer() != -1 && !replies::is_time(rep[1].as_integer()))) {
+                ec = error::store_error; // the clock and the earliest due: times, or -1
             } else {
                 now = std::max(now, ms(rep[0].as_integer()));
                 if (const auto e = rep[1].as_integer(); e >= 0) {

@@ -132,12 +132,12 @@ void redis_store_impl::list_round(std::shared_ptr<list_walk> w) {
                 }
                 auto& sw = w->shards[w->asked[i]];
                 for (std::size_t j = 3; j < m; j += 2) {
-                    sw.got.push_back(
-                        {ms(rep[j].as_integer()), std::string(rep[j + 1].as_string())});
+                    sw.got.push_back({replies::time_in(rep[j], "position key"),
+                                      std::string(rep[j + 1].as_string())});
                 }
                 if (rep[0].as_integer() == 1) {
-                    sw.horizon =
-                        task_position{ms(rep[1].as_integer()), std::string(rep[2].as_string())};
+                    sw.horizon = task_position{replies::time_in(rep[1], "horizon key"),
+                                               std::string(rep[2].as_string())};
                 } else if ((m - 3) / 2 >= want) {
                     sw.horizon = sw.got.back();
                 } else {
@@ -228,8 +228,8 @@ void redis_store_impl::list_read(std::shared_ptr<list_walk> w) {
                     e.id = pos.id;
                     e.state = w->q.state;
                     e.key = pos.key;
-                    e.due = ms(rep[5 * k + 1].as_integer());
-                    e.attempt = static_cast<std::uint32_t>(rep[5 * k + 2].as_integer());
+                    e.due = replies::time_in(rep[5 * k + 1], "due time");
+                    e.attempt = replies::attempts(rep[5 * k + 2], "attempt");
                     e.last_error = std::string(rep[5 * k + 3].as_string());
                     e.payload = std::string(rep[5 * k + 4].as_string());
                     got[members[k]] = std::move(e);
@@ -273,11 +273,9 @@ void redis_store_impl::count_tasks(store::handler<void(error_code, task_counts)>
                     ec = error::store_error;
                     break;
                 }
-                const auto n = [&](std::size_t k) {
-                    return static_cast<std::uint64_t>(
-                        std::max<std::int64_t>(0, rep[k].as_integer()));
-                };
-                c.now = std::max(c.now, ms(rep[0].as_integer()));
+                // A negative count was taken for 0; it is no count_tasks.lua answer.
+                const auto n = [&](std::size_t k) { return replies::count(rep[k], "count"); };
+                c.now = std::max(c.now, replies::time_in(rep[0], "clock"));
                 c.delayed += n(1);
                 c.prefetched += n(2);
                 c.running += n(3);
@@ -285,7 +283,7 @@ void redis_store_impl::count_tasks(store::handler<void(error_code, task_counts)>
                 c.dead += n(5);
                 c.cancelled += n(6);
                 c.due_now += n(7);
-                if (const auto e = rep[8].as_integer(); e >= 0) {
+                if (const auto e = replies::time_or_none(rep[8], "oldest due time"); e >= 0) {
                     c.oldest_due = c.oldest_due ? std::min(*c.oldest_due, ms(e)) : ms(e);
                 }
             }

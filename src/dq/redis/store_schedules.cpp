@@ -216,7 +216,7 @@ void redis_store_impl::due_schedules(duration window, std::size_t batch,
                 break;
             }
             if (!rep.is_array() || rep.size() < 1 || !rep[0].is_integer() ||
-                !records(rep, 1, out.schedules)) {
+                !replies::is_time(rep[0].as_integer()) || !records(rep, 1, out.schedules)) {
                 ec = error::store_error;
                 break;
             }
@@ -282,8 +282,12 @@ void redis_store_impl::materialise(
             }
             for (std::size_t k = 0; k < g.members[c].size(); ++k) {
                 auto& r = out[g.members[c][k]];
-                if (!rep[3 * k].is_integer() || !rep[3 * k + 1].is_integer() ||
-                    !rep[3 * k + 2].is_integer()) {
+                // Counts of runs: a value past 32 bits was truncated by the cast.
+                const auto is_count = [](redis::reply v) {
+                    return v.is_integer() && v.as_integer() >= 0 && v.as_integer() <= UINT32_MAX;
+                };
+                if (!rep[3 * k].is_integer() || !is_count(rep[3 * k + 1]) ||
+                    !is_count(rep[3 * k + 2])) {
                     ec = error::store_error;
                     break;
                 }

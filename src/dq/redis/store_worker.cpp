@@ -261,7 +261,13 @@ void redis_store_impl::wait_wakeup(store::handler<void(error_code, time_point)> 
                              time_point{});
                 return;
             }
-            const auto due = replies::to_int(m.payload);
+            // The wake-up's due time, from the network like any reply: one outside the
+            // store's times (a negative one would read as "no task due") is taken as now, and
+            // the shard it names is visited again.
+            auto due = replies::to_int(m.payload);
+            if (!replies::is_time(due)) {
+                due = 0;
+            }
             self->schedule_.saw_wakeup(m.payload, due);
             self->finish(std::move(h), error_code(), ms(due));
         });

@@ -41,6 +41,7 @@ class cluster_impl : public std::enable_shared_from_this<cluster_impl> {
 public:
     using executor_type = boost::asio::any_io_executor;
     using exec_result = std::tuple<boost::system::error_code, std::size_t>;
+    using error_code_type = boost::system::error_code;
 
     cluster_impl(executor_type const& ex, cluster_config cfg);
     ~cluster_impl();
@@ -49,6 +50,7 @@ public:
     cluster_config const& get_config() const noexcept { return config_; }
     cluster_stats const& stats() const noexcept { return stats_; }
     std::size_t master_count() const noexcept;
+    std::size_t node_count() const noexcept { return map_.live_count(); }
     void close();
 
     static boost::asio::awaitable<exec_result> exec(std::shared_ptr<cluster_impl> self,
@@ -67,15 +69,19 @@ private:
                                                           std::optional<std::string> const& key);
     boost::asio::awaitable<boost::system::error_code> refresh();
     void refresh_in_background(std::shared_ptr<cluster_impl> const& self);
-    connection& connection_to(std::uint16_t node);
+    std::shared_ptr<connection> connection_to(std::uint16_t node);
+    error_code_type use_map(std::vector<cluster_slot_range> const& ranges);
     config node_config(std::uint16_t node) const;
     std::uint16_t any_master();
 
     executor_type executor_;
     cluster_config config_;
     cluster_slot_map map_;
-    std::vector<std::unique_ptr<connection>> connections_; // by node index, opened lazily
-    std::vector<std::uint16_t> masters_;                   // nodes serving slots, last map
+    // By node index, opened lazily; a request holds its connection's pointer while it runs,
+    // so a node forgotten meanwhile keeps its connection until the request is done.
+    std::vector<std::shared_ptr<connection>> connections_;
+    std::size_t seed_count_ = 0;         // the first nodes are the seeds, never forgotten
+    std::vector<std::uint16_t> masters_; // nodes serving slots, last map
     std::size_t next_master_ = 0;
     std::chrono::steady_clock::time_point last_refresh_{};
     boost::asio::steady_timer refresh_timer_; // spaces the background refreshes

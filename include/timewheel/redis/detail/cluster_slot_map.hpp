@@ -97,28 +97,42 @@ inline bool is_retry_later(std::string_view message) noexcept {
     return message.starts_with("TRYAGAIN") || message.starts_with("CLUSTERDOWN");
 }
 
-/// Which master serves each slot: an index into a list of masters that only grows (an index
-/// stays valid for the life of the map, so connections can be kept by index).
+/// Which master serves each slot, by an index into a list of nodes. The list is bounded
+/// (set_limit: a MOVED or a map naming one node too many is refused, not grown) and a node
+/// that serves no slot may be forgotten (forget): its index is then free and may be given to
+/// another node later, so an index is only the same node while the node is live().
 class cluster_slot_map {
 public:
     static constexpr std::uint16_t unknown = 0xffff;
+    /// The most nodes an index can name (unknown is not an index).
+    static constexpr std::size_t max_limit = unknown;
 
     cluster_slot_map() { owners_.fill(unknown); }
 
-    /// Replaces the whole map with @p ranges; slots no range covers become unknown.
+    /// The most nodes known at once, live ones; at most max_limit.
+    void set_limit(std::size_t limit) noexcept { limit_ = std::min(limit, max_limit); }
+    std::size_t limit() const noexcept { return limit_; }
+
+    /// Replaces the whole map with @p ranges; slots no range covers become unknown. The
+    /// caller checks first that the nodes of @p ranges fit the limit (a range whose node does
+    /// not fit is left unknown).
     void assign(std::span<cluster_slot_range const> ranges) {
         owners_.fill(unknown);
         for (auto const& r : ranges) {
             auto const node = node_index(r.master);
+            if (node == unknown)
+                continue;
             for (unsigned s = r.first; s <= r.last && s < hash_slot_count; ++s)
                 owners_[s] = node;
         }
     }
 
-    /// Records that @p slot is served by @p master (after MOVED); returns its node index.
+    /// Records that @p slot is served by @p master (after MOVED); returns its node index, or
+    /// unknown (and nothing changed) when the master is new and the list is full.
     std::uint16_t set_owner(std::uint16_t slot, cluster_address const& master) {
         auto const node = node_index(master);
-        owners_[slot % hash_slot_count] = node;
+        if (node != unknown)
+            owners_[slot % hash_slot_count] = node;
         return node;
     }
 
@@ -127,16 +141,43 @@ public:
         return owners_[slot % hash_slot_count];
     }
 
-    /// The index of @p master, added to the list if new.
+    /// The index of @p master, added to the list if new (in the first free index); unknown
+    /// when it is new and limit() nodes are known already.
     std::uint16_t node_index(cluster_address const& master) {
         auto const it = std::find(nodes_.begin(), nodes_.end(), master);
         if (it != nodes_.end())
             return static_cast<std::uint16_t>(it - nodes_.begin());
+        if (live_ >= limit_)
+            return unknown;
+        ++live_;
+        auto const free = std::find_if(nodes_.begin(), nodes_.end(),
+                                       [](cluster_address const& a) { return a.port == 0; });
+        if (free != nodes_.end()) {
+            *free = master;
+            return static_cast<std::uint16_t>(free - nodes_.begin());
+        }
         nodes_.push_back(master);
         return static_cast<std::uint16_t>(nodes_.size() - 1);
     }
 
-    /// The masters known, by index (including ones that no longer serve any slot).
+    /// Forgets node @p node: the slots it serves become unknown and its index is free.
+    void forget(std::uint16_t node) {
+        if (!live(node))
+            return;
+        nodes_[node] = {};
+        --live_;
+        std::replace(owners_.begin(), owners_.end(), node, unknown);
+    }
+
+    /// Whether @p node is an index in use.
+    bool live(std::uint16_t node) const noexcept {
+        return node < nodes_.size() && nodes_[node].port != 0;
+    }
+
+    /// The number of nodes known now (live indices).
+    std::size_t live_count() const noexcept { return live_; }
+
+    /// The nodes, by index; a free index has port 0 and an empty host.
     std::vector<cluster_address> const& nodes() const noexcept { return nodes_; }
 
     /// Whether @p node serves at least one slot now.
@@ -152,6 +193,8 @@ public:
 private:
     std::vector<cluster_address> nodes_;
     std::array<std::uint16_t, hash_slot_count> owners_;
+    std::size_t live_ = 0;
+    std::size_t limit_ = max_limit;
 };
 
 } // namespace timewheel::redis::detail

@@ -34,6 +34,7 @@
 #include <cstdint>
 #include <functional>
 #include <memory>
+#include <mutex>
 #include <optional>
 #include <random>
 #include <string>
@@ -57,6 +58,8 @@ struct connection_stats {
     std::uint64_t health_pings = 0;     ///< PINGs sent by the health check
     std::uint64_t resolves = 0;         ///< host names resolved (one per attempt to a name)
     std::uint64_t sentinel_queries = 0; ///< Sentinels asked for the master's address
+    /// Connections closed under a written request that timed out.
+    std::uint64_t timeout_disconnects = 0;
 };
 
 namespace detail {
@@ -65,6 +68,33 @@ namespace detail {
 /// port a decimal in 1..65535; nothing when the reply is anything else (nil: the master is
 /// unknown). Defined in connection.cpp.
 std::optional<host_port> parse_master_address(const reply& r);
+
+/// The order in which the Sentinels of a list are asked: the one that gave the last address
+/// first, one that failed after the others. Shared by every connection of the process
+/// given the same list (for_list), from any thread: a dead Sentinel, once found, is asked
+/// last by them all, so it costs one connect timeout and not one a connection.
+class sentinel_order {
+public:
+    explicit sentinel_order(std::vector<host_port> sentinels)
+        : order_(std::move(sentinels)) {}
+
+    /// The order shared by the connections given @p sentinels (the same hosts and ports, in
+    /// the same order); made on the first call for that list, kept while a connection holds it.
+    static std::shared_ptr<sentinel_order> for_list(const std::vector<host_port>& sentinels);
+
+    /// The order now, for an attempt to walk.
+    std::vector<host_port> snapshot() const;
+
+    /// @p s answered with an address: it goes first.
+    void answered(const host_port& s);
+
+    /// @p s did not answer with an address: it goes after the others.
+    void failed(const host_port& s);
+
+private:
+    mutable std::mutex mutex_;
+    std::vector<host_port> order_;
+};
 
 class connection_impl : public std::enable_shared_from_this<connection_impl> {
 public:
@@ -203,12 +233,13 @@ private:
     push_handler* push_handler_ = nullptr;
     locator locator_;
     // The Sentinel being asked, its request and answer, and the next one to ask. The order of
-    // preference (the last to answer first, the failed last) is kept across connections;
-    // each attempt walks a copy of it taken at its start, which the answers then reorder.
+    // preference (the last to answer first, the failed last) is shared by the connections
+    // given the same Sentinels; each attempt walks a copy of it taken at its start, which
+    // the answers then reorder.
     std::unique_ptr<connection> sentinel_conn_;
     request sentinel_req_;
     response sentinel_resp_;
-    std::vector<host_port> sentinel_order_;
+    std::shared_ptr<sentinel_order> sentinel_order_;
     std::vector<host_port> sentinel_round_;
     std::size_t sentinel_next_ = 0;
     std::size_t role_reply_ = 0; // the ROLE reply's index in the handshake (Sentinel mode)
