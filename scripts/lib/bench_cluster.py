@@ -93,15 +93,22 @@ def wait_run(args, wait, tmp):
         cluster.close()
 
 
-def wait_table(args):
+def runs_in_temp_dirs(values, run, prefix):
+    """run(value, tmp) for each value, each in a temporary directory of its own removed after;
+    each run's figures are printed to stderr as they come."""
     runs = []
-    for wait in (0, 1):
-        tmp = tempfile.mkdtemp(prefix=f'timewheel-bench-wait-{wait}-')
+    for value in values:
+        tmp = tempfile.mkdtemp(prefix=f'{prefix}-{value}-')
         try:
-            runs.append(wait_run(args, wait, tmp))
+            runs.append(run(value, tmp))
         finally:
             shutil.rmtree(tmp, ignore_errors=True)
         print(json.dumps(runs[-1]), file=sys.stderr, flush=True)
+    return runs
+
+
+def wait_table(args):
+    runs = runs_in_temp_dirs((0, 1), lambda wait, tmp: wait_run(args, wait, tmp), 'timewheel-bench-wait')
     print('| wait | submit requests/s | submit p50 ms | submit p99 ms | submit errors | callbacks/s '
           '| callback lateness p99 ms |')
     print('|---:|---:|---:|---:|---:|---:|---:|')
@@ -124,14 +131,8 @@ def main():
     if args.wait:
         wait_table(args)
         return
-    runs = []
-    for m in (int(x) for x in args.masters.split(',')):
-        tmp = tempfile.mkdtemp(prefix=f'timewheel-bench-cluster-{m}-')
-        try:
-            runs.append(one_run(args, m, tmp))
-        finally:
-            shutil.rmtree(tmp, ignore_errors=True)
-        print(json.dumps(runs[-1]), file=sys.stderr, flush=True)
+    runs = runs_in_temp_dirs((int(x) for x in args.masters.split(',')),
+                             lambda m, tmp: one_run(args, m, tmp), 'timewheel-bench-cluster')
     print(f'| masters | Redis CPU µs per task, each master | total | CPU skew (max/mean) | keys per master '
           f'| keys skew | callbacks/s |')
     print('|---:|---|---:|---:|---|---:|---:|')

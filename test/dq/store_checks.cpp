@@ -576,6 +576,18 @@ struct hostile_fixture {
         BOOST_TEST(completions == 1);
         return out;
     }
+
+    // Runs `op` once more, answered with its good reply: the store goes on after a bad one.
+    void check_good_reply(const operation& op) {
+        fake.queued.clear();
+        if (!op.first.empty()) {
+            fake.queued.push_back({op.first});
+        }
+        fake.script = {op.good};
+        const auto good = run(op);
+        BOOST_TEST(!good.first, good.first.message());
+        fake.queued.clear();
+    }
 };
 
 } // namespace
@@ -601,16 +613,9 @@ BOOST_FIXTURE_TEST_CASE(a_hostile_reply_fails_its_operation_once_and_the_store_g
                 BOOST_TEST(!result);
                 BOOST_TEST(fake.script_calls > before); // the reply under test was read
                 fake.queued.clear();
-                if (op.good.empty()) {
-                    continue;
+                if (!op.good.empty()) {
+                    check_good_reply(op);
                 }
-                if (!op.first.empty()) {
-                    fake.queued.push_back({op.first});
-                }
-                fake.script = {op.good};
-                const auto [good_ec, good_result] = run(op);
-                BOOST_TEST(!good_ec, good_ec.message());
-                (void)good_result;
             }
         }
     }
@@ -757,15 +762,7 @@ BOOST_FIXTURE_TEST_CASE(a_value_out_of_range_in_a_well_formed_reply_fails, hosti
             const auto [ec, result] = run(op);
             BOOST_TEST(ec == error_code(dq::error::store_error), ec.message());
             BOOST_TEST(!result);
-            fake.queued.clear();
-            if (!op.first.empty()) {
-                fake.queued.push_back({op.first});
-            }
-            fake.script = {op.good};
-            const auto [good_ec, good_result] = run(op);
-            BOOST_TEST(!good_ec, good_ec.message());
-            (void)good_result;
-            fake.queued.clear();
+            check_good_reply(op);
         }
     }
 }
