@@ -447,6 +447,10 @@ net::awaitable<error_code> cluster_impl::run(request const& req, response& resp,
                 c.node = any_master();
                 c.asking = false;
             }
+            // A WAIT goes where its command goes in this round (routed just before it: the
+            // commands are taken in the request's order), not where it went last time.
+            if (c.leader)
+                c.node = commands[*c.leader].node;
             auto it = std::find_if(round.begin(), round.end(),
                                    [&](attempt* a) { return a->node == c.node; });
             if (it == round.end()) {
@@ -578,7 +582,6 @@ net::awaitable<error_code> cluster_impl::run(request const& req, response& resp,
                 continue;
             c.done = false;
             c.asking = false;
-            c.node = commands[*c.leader].node;
         }
         if (std::all_of(commands.begin(), commands.end(),
                         [](command_state const& c) { return c.done; }))
