@@ -31,7 +31,10 @@
 
 #include <algorithm>
 #include <charconv>
+#include <exception>
+#include <functional>
 #include <span>
+#include <tuple>
 #include <unordered_set>
 
 namespace timewheel::redis {
@@ -611,5 +614,31 @@ net::awaitable<error_code> cluster_impl::run(request const& req, response& resp,
 }
 
 } // namespace detail
+
+cluster::locator cluster::shard_locator(std::string_view channel) const {
+    return [weak = std::weak_ptr<detail::cluster_impl>(impl_), slot = key_slot(channel)](
+               std::function<void(boost::system::error_code, host_port)> done) {
+        auto self = weak.lock();
+        if (!self) {
+            done(make_error_code(error::closed), {});
+            return;
+        }
+        boost::asio::co_spawn(
+            self->get_executor(),
+            [self,
+             slot]() -> boost::asio::awaitable<std::tuple<boost::system::error_code, config>> {
+                co_await detail::cluster_impl::refresh_op(self); // failed: the last map stays
+                co_return co_await detail::cluster_impl::node_config_op(self, slot);
+            },
+            [done = std::move(done)](std::exception_ptr e,
+                                     std::tuple<boost::system::error_code, config> r) mutable {
+                auto [ec, node] = std::move(r);
+                if (e && !ec) {
+                    ec = make_error_code(error::closed);
+                }
+                done(ec, host_port{std::move(node.host), node.port});
+            });
+    };
+}
 
 } // namespace timewheel::redis

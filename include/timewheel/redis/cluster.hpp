@@ -23,6 +23,7 @@
 #include <boost/asio/execution_context.hpp>
 
 #include <cstddef>
+#include <functional>
 #include <memory>
 #include <optional>
 #include <string>
@@ -205,6 +206,16 @@ public:
         return boost::asio::async_initiate<RefreshToken, void(boost::system::error_code)>(
             initiate_async_refresh(impl_), token);
     }
+
+    /// Where to connect, answered to a completion: a redis::subscriber::locator.
+    using locator = std::function<void(std::function<void(boost::system::error_code, host_port)>)>;
+
+    /// A locator for a subscriber of the shard channel @p channel (redis::subscriber::
+    /// set_locator): each time it is asked, the slot map is learnt again (the last
+    /// connection may have been lost with a master that died; a failed refresh keeps the
+    /// last map), then the master of the channel's slot is answered. It holds the client
+    /// weakly: asked after the client is gone, it answers error::closed.
+    locator shard_locator(std::string_view channel) const;
 
     /// The settings of a connection to the master that serves the slot of @p key: what a
     /// redis::subscriber needs to `SSUBSCRIBE` to a shard channel named @p key.

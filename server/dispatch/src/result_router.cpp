@@ -20,7 +20,6 @@
 #include <unistd.h>
 
 #include <cstdio>
-#include <functional>
 #include <optional>
 #include <random>
 #include <stdexcept>
@@ -115,7 +114,7 @@ struct result_router::forwarder {
         , sub(io.get_executor(), cfg) {
         if (ccfg) {
             cluster = std::make_unique<redis::cluster>(io.get_executor(), std::move(*ccfg));
-            sub.set_locator([this](auto done) { locate(std::move(done)); });
+            sub.set_locator(cluster->shard_locator(channel));
         } else {
             pub = std::make_unique<redis::connection>(io.get_executor(), cfg);
         }
@@ -176,19 +175,6 @@ struct result_router::forwarder {
                 });
                 settle(n);
             });
-        });
-    }
-
-    // Where the subscriber connects on a Cluster: the master of the channels' slot, the map
-    // learnt again first (the last connection may have been lost with a master that died).
-    // Only from the subscriber on `io`, which stops before the cluster is destroyed.
-    void locate(std::function<void(error_code, redis::host_port)> done) {
-        cluster->async_refresh([this, done = std::move(done)](error_code) mutable {
-            // A failed refresh leaves the last map: its owner may still be right.
-            cluster->async_node_config(
-                channel, [done = std::move(done)](error_code ec, redis::config node) {
-                    done(ec, redis::host_port{std::move(node.host), node.port});
-                });
         });
     }
 

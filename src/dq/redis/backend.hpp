@@ -20,8 +20,6 @@
 #include <boost/asio/any_completion_handler.hpp>
 
 #include <cstddef>
-#include <functional>
-#include <memory>
 #include <string>
 #include <type_traits>
 #include <utility>
@@ -40,10 +38,12 @@ public:
     virtual bool cluster() const noexcept = 0;
     /// Where a subscriber to `channel` connects on each attempt; empty: the configured
     /// server.
-    virtual redis::subscriber::locator locator(std::string) { return {}; }
+    virtual redis::subscriber::locator locator(std::string channel) = 0;
 };
 
-// A backend on a client with async_exec and close: redis::connection or redis::cluster.
+// A backend on a client with async_exec and close: redis::connection or redis::cluster. On
+// a Cluster, a subscriber connects to the master that serves its channel's slot, asked of
+// the cluster before every connection (redis::cluster::shard_locator).
 template <typename Client>
 class client_backend final : public backend {
 public:
@@ -55,61 +55,21 @@ public:
     }
     void close() override { client_.close(); }
     bool cluster() const noexcept override { return std::is_same_v<Client, redis::cluster>; }
+    redis::subscriber::locator locator(std::string channel) override {
+        if constexpr (std::is_same_v<Client, redis::cluster>) {
+            return client_.shard_locator(channel);
+        } else {
+            (void)channel; // one server: the configured one
+            return {};
+        }
+    }
 
 private:
     Client client_;
 };
 
 using connection_backend = client_backend<redis::connection>;
-
-// On a Cluster, a subscriber connects to the master that serves its channel's slot, the map
-// learnt again first: it asks after a connection was lost, when the map may name a master
-// that died.
-class cluster_backend final : public backend {
-public:
-    cluster_backend(const store::executor_type& ex, redis::cluster_config cfg)
-        : client_(ex, std::move(cfg)) {}
-    ~cluster_backend() override { *alive_ = false; }
-    cluster_backend(const cluster_backend&) = delete;
-    cluster_backend& operator=(const cluster_backend&) = delete;
-    void exec(const redis::request& req, redis::response& resp, exec_handler h) override {
-        client_.async_exec(req, resp, std::move(h));
-    }
-    void close() override { client_.close(); }
-    bool cluster() const noexcept override { return true; }
-    redis::subscriber::locator locator(std::string channel) override {
-        return cluster_locator(client_, alive_, std::move(channel));
-    }
-
-    // A locator on `c`, asked only while `*alive` (the owner of `c` clears it as it goes:
-    // an answer may come after).
-    static redis::subscriber::locator
-    cluster_locator(redis::cluster& c, std::shared_ptr<bool> alive, std::string channel) {
-        using done_type = std::function<void(boost::system::error_code, redis::host_port)>;
-        return [&c, alive = std::move(alive), channel = std::move(channel)](done_type done) {
-            if (!*alive) {
-                done(make_error_code(redis::error::closed), {});
-                return;
-            }
-            c.async_refresh([&c, alive, channel,
-                             done = std::move(done)](boost::system::error_code) mutable {
-                // A failed refresh leaves the last map: its owner may still be right.
-                if (!*alive) {
-                    done(make_error_code(redis::error::closed), {});
-                    return;
-                }
-                c.async_node_config(channel, [done = std::move(done)](boost::system::error_code ec,
-                                                                      redis::config node) {
-                    done(ec, redis::host_port{std::move(node.host), node.port});
-                });
-            });
-        };
-    }
-
-private:
-    redis::cluster client_;
-    std::shared_ptr<bool> alive_ = std::make_shared<bool>(true);
-};
+using cluster_backend = client_backend<redis::cluster>;
 
 } // namespace timewheel::dq::detail
 

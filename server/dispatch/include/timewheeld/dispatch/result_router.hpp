@@ -28,13 +28,14 @@
 
 #include <timewheeld/service/result_sink.hpp>
 
+#include <timewheel/redis/cluster_config.hpp>
+#include <timewheel/redis/config.hpp>
+
 #include <chrono>
 #include <cstdint>
 #include <memory>
 #include <mutex>
 #include <string>
-#include <timewheel/redis/cluster_config.hpp>
-#include <timewheel/redis/config.hpp>
 #include <unordered_map>
 
 namespace timewheeld::dispatch {
