@@ -361,20 +361,21 @@ std::vector<host_port> sentinel_order::snapshot() const {
 
 void sentinel_order::answered(const host_port& s) {
     const std::lock_guard lock(mutex_);
-    const auto at = std::find_if(order_.begin(), order_.end(),
-                                 [&](const host_port& o) { return same_sentinel(o, s); });
-    if (at != order_.end()) {
+    if (const auto at = find(s); at != order_.end()) {
         std::rotate(order_.begin(), at, at + 1);
     }
 }
 
 void sentinel_order::failed(const host_port& s) {
     const std::lock_guard lock(mutex_);
-    const auto at = std::find_if(order_.begin(), order_.end(),
-                                 [&](const host_port& o) { return same_sentinel(o, s); });
-    if (at != order_.end()) {
+    if (const auto at = find(s); at != order_.end()) {
         std::rotate(at, at + 1, order_.end());
     }
+}
+
+std::vector<host_port>::iterator sentinel_order::find(const host_port& s) {
+    return std::find_if(order_.begin(), order_.end(),
+                        [&](const host_port& o) { return same_sentinel(o, s); });
 }
 
 std::optional<host_port> parse_master_address(const reply& r) {

@@ -92,6 +92,8 @@ public:
     void failed(const host_port& s);
 
 private:
+    std::vector<host_port>::iterator find(const host_port& s); // under mutex_
+
     mutable std::mutex mutex_;
     std::vector<host_port> order_;
 };
