@@ -537,6 +537,25 @@ std::vector<hostile> hostile_replies() {
     };
 }
 
+// Runs `op` on `store`: its error and whether it carried a result. Fails unless it completed
+// exactly once (a second completion would be posted by the first's turn: polled for).
+std::pair<error_code, bool> run_once(net::io_context& io, dq::redis_store& store,
+                                     const operation& op) {
+    int completions = 0;
+    std::pair<error_code, bool> out;
+    op.start(store, [&](error_code ec, bool result) {
+        ++completions;
+        out = {ec, result};
+    });
+    BOOST_REQUIRE_MESSAGE(timewheel::test::run_until(
+                              io, [&] { return completions > 0; }, 30s),
+                          op.name << " never completed");
+    io.restart();
+    io.poll();
+    BOOST_TEST(completions == 1);
+    return out;
+}
+
 struct hostile_fixture {
     net::io_context io;
     fake_redis fake{io};
@@ -559,23 +578,7 @@ struct hostile_fixture {
         return o;
     }
 
-    // Runs `op`: its error and whether it carried a result. Fails unless it completed exactly
-    // once (a second completion would be posted by the first's turn: polled for).
-    std::pair<error_code, bool> run(const operation& op) {
-        int completions = 0;
-        std::pair<error_code, bool> out;
-        op.start(store, [&](error_code ec, bool result) {
-            ++completions;
-            out = {ec, result};
-        });
-        BOOST_REQUIRE_MESSAGE(timewheel::test::run_until(
-                                  io, [&] { return completions > 0; }, 30s),
-                              op.name << " never completed");
-        io.restart();
-        io.poll();
-        BOOST_TEST(completions == 1);
-        return out;
-    }
+    std::pair<error_code, bool> run(const operation& op) { return run_once(io, store, op); }
 
     // Runs `op` once more, answered with its good reply: the store goes on after a bad one.
     void check_good_reply(const operation& op) {
@@ -765,4 +768,37 @@ BOOST_FIXTURE_TEST_CASE(a_value_out_of_range_in_a_well_formed_reply_fails, hosti
             check_good_reply(op);
         }
     }
+}
+
+// On a Cluster with wait_replicas each write is followed by its own WAIT, sent to the write's
+// master, whose reply the store takes out of the response: a WAIT answered with anything but
+// a count of at least wait_replicas (fewer, negative, an error, another type: well-formed
+// replies; a broken stream fails as every other, dq_store_checks above) fails the write
+// with not_replicated, never passes it as replicated nor shifts it onto the script's reply.
+BOOST_AUTO_TEST_CASE(a_hostile_wait_reply_on_a_cluster_fails_the_write) {
+    net::io_context io;
+    fake_redis fake{io};
+    fake.cluster = true;
+    timewheel::redis::cluster_config cfg;
+    cfg.node = hostile_fixture::config(fake.port());
+    auto opt = hostile_fixture::options();
+    opt.wait_replicas = 1;
+    dq::redis_store store{io.get_executor(), cfg, opt};
+    const auto ops = operations();
+    const auto& submit = ops.front();
+    BOOST_TEST_REQUIRE(submit.name == "submit");
+    fake.script = {submit.good};
+    for (const std::string wait :
+         {":0\r\n", ":-1\r\n", "-ERR no replicas\r\n", "$1\r\n1\r\n", "*1\r\n:1\r\n"}) {
+        BOOST_TEST_CONTEXT("WAIT answered " << wait) {
+            fake.wait = {wait};
+            const int before = fake.waits;
+            const auto [ec, result] = run_once(io, store, submit);
+            BOOST_TEST(ec == error_code(dq::error::not_replicated), ec.message());
+            BOOST_TEST(fake.waits == before + 1); // the WAIT under test was read
+        }
+    }
+    fake.wait = {":1\r\n"};
+    const auto [ec, result] = run_once(io, store, submit);
+    BOOST_TEST(!ec, ec.message());
 }

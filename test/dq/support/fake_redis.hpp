@@ -7,10 +7,11 @@
 // never arrives, garbage), optionally closing the connection after it.
 //
 // "The script call" is EVALSHA, EVAL, FCALL or FCALL_RO; SCRIPT LOAD and FUNCTION LOAD
-// succeed. A call with one key is the queue's config check (answered 1, as config.lua does);
-// any other is the operation under test. So the fake does not depend on how the store calls
-// its scripts (by SHA1 or as Redis 7 functions), only on a config call taking one key and a
-// shard script more.
+// succeed; WAIT answers `wait`, and CLUSTER SLOTS (with `cluster`) names the fake as the
+// one master of every slot. A call with one key is the queue's config check (answered 1, as
+// config.lua does); any other is the operation under test. So the fake does not depend on how the
+// store calls its scripts (by SHA1 or as Redis 7 functions), only on a config call taking one key
+// and a shard script more.
 //
 #ifndef TIMEWHEEL_TEST_DQ_SUPPORT_FAKE_REDIS_HPP
 #define TIMEWHEEL_TEST_DQ_SUPPORT_FAKE_REDIS_HPP
@@ -69,6 +70,11 @@ public:
     /// answers every one.
     std::deque<answer> queued;
     answer script;
+    /// WAIT's reply (a store with wait_replicas follows its writes by WAIT).
+    answer wait{":1\r\n"};
+    int waits = 0;
+    /// Answer CLUSTER SLOTS as the one master of every slot (for a Cluster store).
+    bool cluster = false;
     /// TIME's reply (a claim with no shard to visit asks only TIME).
     answer time{"*2\r\n$10\r\n1700000000\r\n$6\r\n000000\r\n"};
     /// Script calls answered so far (config checks excluded), and connections accepted.
@@ -194,6 +200,14 @@ private:
         }
         if (name == "TIME") {
             return time;
+        }
+        if (name == "WAIT") {
+            ++waits;
+            return wait;
+        }
+        if (name == "CLUSTER" && cluster) {
+            const auto port = std::to_string(acceptor_.local_endpoint().port());
+            return {"*1\r\n*3\r\n:0\r\n:16383\r\n*2\r\n$9\r\n127.0.0.1\r\n:" + port + "\r\n"};
         }
         if (name == "ROLE") {
             return {"*3\r\n$6\r\nmaster\r\n:0\r\n*0\r\n"};
