@@ -235,6 +235,59 @@ BOOST_AUTO_TEST_CASE(claim_starts_due_tasks_up_to_start_due_and_never_one_not_ye
     BOOST_TEST(f.status_ok("plain").state == dq::task_state::prefetched);
 }
 
+// KL, the lease set, holds from the first claim on one member that is no task's (a NUL
+// byte, then 64 more) at +inf, so that it is a skiplist: as a listpack every lease cost a
+// scan of the others to add and to remove. A KL an older version wrote (a listpack, without
+// that member) still expires its leases, and the next claim converts it.
+BOOST_AUTO_TEST_CASE(the_lease_set_is_a_skiplist_and_one_an_older_version_wrote_still_works) {
+    auto opt = fixture::small();
+    opt.shards = 1;
+    fixture f(opt);
+    auto encoding = [] {
+        return server().command(resp_command({"OBJECT", "ENCODING", "{t:0}:l"}));
+    };
+    BOOST_TEST(!std::get<0>(f.submit(make("old", 0ms))));
+    BOOST_TEST(!std::get<0>(f.submit(make("held", 0ms))));
+    auto first = f.claim_ok();
+    BOOST_REQUIRE_EQUAL(first.tasks.size(), 2u);
+    BOOST_TEST(encoding().find("skiplist") != std::string::npos, encoding());
+    const auto old = first.tasks[0].id == "old" ? first.tasks[0] : first.tasks[1];
+    const auto held = first.tasks[0].id == "old" ? first.tasks[1] : first.tasks[0];
+    // As an older version left it: the leases alone, in a listpack; old's expired long ago.
+    server().command(resp_command({"DEL", "{t:0}:l"}));
+    BOOST_TEST(raw_int(server(), {"ZADD", "{t:0}:l", "1", "old", "99999999999999", "held"}) == 2);
+    BOOST_TEST(encoding().find("listpack") != std::string::npos, encoding());
+
+    BOOST_TEST(!std::get<0>(f.submit(make("new", 0ms))));
+    auto second = f.claim_ok();
+    // The expired lease came back (prefetched: at its due time, its attempt not counted);
+    // held's did not, and the listpack became a skiplist.
+    BOOST_REQUIRE_EQUAL(second.tasks.size(), 2u);
+    std::set<std::string> ids;
+    for (const auto& t : second.tasks) {
+        ids.insert(t.id);
+        BOOST_TEST(t.attempt == 1u);
+    }
+    BOOST_TEST((ids == std::set<std::string>{"old", "new"}));
+    BOOST_TEST(encoding().find("skiplist") != std::string::npos, encoding());
+    BOOST_TEST(raw_int(server(), {"ZCARD", "{t:0}:l"}) == 4);
+    BOOST_TEST(raw_int(server(), {"ZCOUNT", "{t:0}:l", "+inf", "+inf"}) == 1);
+
+    BOOST_TEST(f.ack_one(old, dq::outcome::success()) == dq::ack_result::stale);
+    BOOST_TEST(f.ack_one(held, dq::outcome::success()) == dq::ack_result::ok);
+    for (const auto& t : second.tasks) {
+        BOOST_TEST(f.ack_one(t, dq::outcome::success()) == dq::ack_result::ok);
+    }
+    for (const auto* id : {"old", "held", "new"}) {
+        BOOST_TEST(f.status_ok(id).state == dq::task_state::finished, id);
+    }
+    // The member stays, never due: no lease left, and nothing to claim.
+    BOOST_TEST(raw_int(server(), {"ZCARD", "{t:0}:l"}) == 1);
+    BOOST_TEST(raw_int(server(), {"ZCOUNT", "{t:0}:l", "-inf", "(+inf"}) == 0);
+    BOOST_TEST(f.claim_ok().tasks.empty());
+    BOOST_TEST(raw_int(server(), {"HLEN", "{t:0}:k"}) == 0);
+}
+
 BOOST_AUTO_TEST_CASE(with_a_subscription_claims_reach_every_shard_and_see_other_producers) {
     auto opt = fixture::small();
     opt.shards = 8;

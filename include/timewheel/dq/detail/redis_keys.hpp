@@ -34,7 +34,9 @@ struct shard_key {
 /// The keys every shard script takes, in KEYS order (KEYS[1] is `d`).
 inline constexpr std::array<shard_key, 6> shard_keys{{
     {"d", "KD", "sorted set", "delayed tasks due within 10 s (AHEAD): id -> due ms"},
-    {"l", "KL", "sorted set", "leases of claimed tasks: id -> lease expiry ms"},
+    {"l", "KL", "sorted set",
+     "leases of claimed tasks: id -> lease expiry ms, and one member that is no task's at +inf "
+     "(prelude/claimed.lua, KL_KEEP: keeps it a skiplist)"},
     {"k", "KK", "hash",
      "claimed tasks: id -> state (prefetched, running), due, attempt, started, token, worker, "
      "and where the record is (chunk count, bucket)"},

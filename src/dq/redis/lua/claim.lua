@@ -109,7 +109,7 @@ if limit > 0 then
       end
     end
     if nz > 0 then
-      redis.call('ZADD', KL, unpack(za))
+      redis.call('ZADD', KL, '+inf', KL_KEEP, unpack(za))
       redis.call('HSET', KK, unpack(ha))
     end
   end

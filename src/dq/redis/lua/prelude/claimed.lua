@@ -33,3 +33,14 @@ local function token(now)
                        math.random(0, 268435455))
 end
 
+
+-- KL's first member, at +inf: never due, never a task's (an id has no NUL byte), longer than
+-- zset-max-listpack-value (64), so that KL is a skiplist from its first claim and stays one.
+-- A listpack of the leases in flight (up to 128) cost every claimed task a scan of it to
+-- insert (about 15,000 instructions a task at 100 tasks in flight on a shard) and every ack
+-- another to remove; the skiplist costs O(log n). The member also keeps KL from being deleted
+-- and made again at every batch. Added first in each claim's ZADD (Redis makes the key a
+-- skiplist when its first member is long, and converts a listpack KL of an older version).
+-- (A literal: the library's top level, run at FUNCTION LOAD, cannot reach `string`.)
+local KL_KEEP = '\0' ..
+                'lease set kept a skiplist by this member, never a task id: -----'
