@@ -185,7 +185,7 @@ net::awaitable<response> delete_queue(api_context& ctx, std::string id) {
 }
 
 net::awaitable<std::variant<dq::queue_status, response>> named_queue(api_context& ctx,
-                                                                    std::string name) {
+                                                                     std::string name) {
     timed t(ctx, "get_queue");
     auto [ec, st] = co_await ctx.queue.async_get_queue(name, use_tuple);
     if (ec == dq::error::not_found) {
