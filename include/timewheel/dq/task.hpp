@@ -90,7 +90,7 @@ struct task {
     /// slash (`acme/billing`). Empty (or "default") is the default queue, which the store
     /// keeps as no name, so that a default task's record does not grow. A replacing submit
     /// keeps the queue the task was created in. Anything else fails with invalid_queue.
-    std::string queue;
+    std::string queue{};
 };
 
 /// The name of the queue every task without one belongs to; it always exists.
@@ -104,7 +104,7 @@ struct queue_spec {
     std::string id; ///< the queue's name (see task::queue), never "default"
     /// The retry policy of the queue's tasks that give none (the service applies it on
     /// submit; the library's task always carries a policy). Empty: the service's default.
-    std::optional<retry_policy> retry;
+    std::optional<retry_policy> retry{};
     friend bool operator==(const queue_spec&, const queue_spec&) = default;
 };
 
@@ -177,7 +177,7 @@ struct task_status {
     std::vector<attempt_record> log; ///< oldest first (may be trimmed)
     /// Its queue's name ("default" for the default queue); empty when the store no longer
     /// knows it (dq::redis_store forgets a finished task's record, queue included).
-    std::string queue;
+    std::string queue{};
 };
 
 /// A page of dead letters.
@@ -211,7 +211,7 @@ struct task_query {
     /// Only tasks of this queue ("default" for the default one); empty: any. Not with
     /// task_state::finished (dq::redis_store no longer knows a finished task's queue):
     /// invalid_argument. On Redis the filter reads each scanned task's record.
-    std::string queue;
+    std::string queue{};
     std::string cursor;      ///< a previous page's cursor; empty: the start
     std::size_t limit = 100; ///< at most this many entries, 1 to 1000
 };
@@ -226,7 +226,7 @@ struct task_page {
         std::uint32_t attempt = 0;
         std::string last_error;
         std::string payload; ///< empty when the store no longer keeps it (see docs/dq.md)
-        std::string queue;   ///< its queue ("default"); empty when no longer known (finished)
+        std::string queue{}; ///< its queue ("default"); empty when no longer known (finished)
     };
     std::vector<entry> entries;
     /// Pass back in task_query::cursor for the next page; empty after the last one. A page
