@@ -72,6 +72,15 @@ public:
         case error::store_too_old:
             return "the store's server is too old: dq::redis_store needs Redis 7.0 or later "
                    "(Redis Functions: FUNCTION LOAD and FCALL)";
+        case error::invalid_queue:
+            return "a queue name must be 1 to 64 bytes of [a-z0-9_-], optionally after one "
+                   "namespace of the same alphabet and a slash (acme/billing)";
+        case error::queue_conflict:
+            return "a queue with this name exists with another spec";
+        case error::queue_not_empty:
+            return "the queue still holds tasks (delayed, claimed or dead)";
+        case error::default_queue:
+            return "the default queue cannot be created, changed or deleted";
         }
         return "unknown timewheel.dq error " + std::to_string(ev);
     }

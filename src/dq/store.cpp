@@ -12,6 +12,8 @@
 #include <timewheel/dq/error.hpp>
 
 #include <algorithm>
+#include <charconv>
+#include <functional>
 #include <memory>
 #include <random>
 
@@ -69,7 +71,66 @@ error_code check_task(task& t, const limits& lim) {
         (!t.replace || t.max_delay->count() < 0 || t.max_delay->count() > max_backoff_ms)) {
         ec = error::invalid_argument;
     }
+    if (!ec && !t.queue.empty()) {
+        ec = check_queue_name(t.queue);
+        // The default queue is kept as no name: its tasks' records do not grow.
+        if (!ec && t.queue == default_queue) {
+            t.queue.clear();
+        }
+    }
     return ec;
+}
+
+error_code check_queue_name(std::string_view name) {
+    const auto part = [](std::string_view p) {
+        return !p.empty() && p.size() <= max_queue_part &&
+               std::all_of(p.begin(), p.end(), [](char c) {
+                   return (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') || c == '_' || c == '-';
+               });
+    };
+    const auto slash = name.find('/');
+    const bool ok = slash == std::string_view::npos
+                        ? part(name)
+                        : part(name.substr(0, slash)) && part(name.substr(slash + 1));
+    return ok ? error_code() : error_code(error::invalid_queue);
+}
+
+std::string encode_queue_spec(const queue_spec& spec) {
+    if (!spec.retry) {
+        return {};
+    }
+    std::string e = "r";
+    e += std::to_string(spec.retry->max_attempts);
+    e += ',';
+    e += std::to_string(spec.retry->base.count());
+    e += ',';
+    e += std::to_string(spec.retry->cap.count());
+    return e;
+}
+
+bool decode_queue_spec(std::string_view e, queue_spec& out) {
+    out.retry.reset();
+    if (e.empty()) {
+        return true;
+    }
+    if (e[0] != 'r') {
+        return false;
+    }
+    std::int64_t v[3] = {};
+    const char* p = e.data() + 1;
+    const char* end = e.data() + e.size();
+    for (int i = 0; i < 3; ++i) {
+        const auto [next, ec] = std::from_chars(p, end, v[i]);
+        if (ec != std::errc() || v[i] < 0 || (i < 2 && (next == end || *next != ','))) {
+            return false;
+        }
+        p = i < 2 ? next + 1 : next;
+    }
+    if (p != end || v[0] > std::int64_t(UINT32_MAX)) {
+        return false;
+    }
+    out.retry = retry_policy{static_cast<std::uint32_t>(v[0]), duration(v[1]), duration(v[2])};
+    return !check_policy(*out.retry);
 }
 
 error_code check_policy(const retry_policy& p) {
@@ -354,6 +415,10 @@ void store::list_tasks(task_query q, handler<void(error_code, task_page)> h) {
         ec = error::id_too_long;
     } else if (q.id_prefix.find('\0') != std::string::npos) {
         ec = error::invalid_id;
+    } else if (!q.queue.empty() && detail::check_queue_name(q.queue)) {
+        ec = error::invalid_queue;
+    } else if (!q.queue.empty() && q.state == task_state::finished) {
+        ec = error::invalid_argument;
     } else if (!q.cursor.empty()) {
         from = detail::decode_task_cursor(q.cursor, q.state, q.descending);
         if (!from || detail::check_id(from->id, lim)) {
@@ -520,6 +585,172 @@ void store::materialise(std::vector<materialisation> m,
         return refuse(*this, std::move(h), ec);
     }
     do_materialise(std::move(m), std::move(h));
+}
+
+// --- Named queues ------------------------------------------------------------------------
+
+namespace {
+
+// The implicit default queue, as get and list show it.
+queue_status default_status() {
+    queue_status st;
+    st.spec.id = default_queue;
+    return st;
+}
+
+// A spec's error: its name's, default_queue, its policy's.
+error_code check_queue_spec(const queue_spec& spec) {
+    if (auto ec = detail::check_queue_name(spec.id)) {
+        return ec;
+    }
+    if (spec.id == default_queue) {
+        return error::default_queue;
+    }
+    return spec.retry ? detail::check_policy(*spec.retry) : error_code();
+}
+
+// Whether the queue holds a task of a state that can still run (delayed, prefetched,
+// running, dead): list_tasks with the queue filter, state by state, page by page, until one
+// is found or every state's walk ends. Then deletes (store::delete_queue).
+class delete_walk : public std::enable_shared_from_this<delete_walk> {
+public:
+    delete_walk(store& s, std::string id, store::handler<void(error_code)> h,
+                std::function<void(store&, std::string, store::handler<void(error_code)>)> del)
+        : s_(s)
+        , id_(std::move(id))
+        , h_(std::move(h))
+        , del_(std::move(del)) {}
+
+    void next(std::string cursor) {
+        static constexpr task_state states[] = {task_state::delayed, task_state::prefetched,
+                                                task_state::running, task_state::dead};
+        if (state_ == std::size(states)) {
+            return del_(s_, id_, std::move(h_));
+        }
+        task_query q;
+        q.state = states[state_];
+        q.queue = id_;
+        q.cursor = std::move(cursor);
+        q.limit = detail::max_task_page;
+        s_.list_tasks(std::move(q), [self = shared_from_this()](error_code ec, task_page page) {
+            if (ec) {
+                return std::move(self->h_)(ec);
+            }
+            if (!page.entries.empty()) {
+                return std::move(self->h_)(error_code(error::queue_not_empty));
+            }
+            if (page.cursor.empty()) {
+                ++self->state_;
+            }
+            self->next(std::move(page.cursor));
+        });
+    }
+
+private:
+    store& s_;
+    std::string id_;
+    store::handler<void(error_code)> h_;
+    std::function<void(store&, std::string, store::handler<void(error_code)>)> del_;
+    std::size_t state_ = 0;
+};
+
+} // namespace
+
+void store::create_queue(queue_spec spec, handler<void(error_code, create_queue_result)> h) {
+    if (auto ec = check_queue_spec(spec)) {
+        return refuse(*this, std::move(h), ec);
+    }
+    do_create_queue(std::move(spec), std::move(h));
+}
+
+void store::update_queue(queue_spec spec, handler<void(error_code)> h) {
+    if (auto ec = check_queue_spec(spec)) {
+        return refuse(*this, std::move(h), ec);
+    }
+    do_update_queue(std::move(spec), std::move(h));
+}
+
+void store::get_queue(std::string id, handler<void(error_code, queue_status)> h) {
+    if (auto ec = detail::check_queue_name(id)) {
+        return refuse(*this, std::move(h), ec);
+    }
+    if (id == default_queue) {
+        return boost::asio::post(get_executor(),
+                                 boost::asio::append(std::move(h), error_code(), default_status()));
+    }
+    do_get_queue(std::move(id), std::move(h));
+}
+
+void store::list_queues(std::string id_prefix, std::string cursor, std::size_t count,
+                        handler<void(error_code, queue_page)> h) {
+    constexpr std::size_t longest = 2 * detail::max_queue_part + 1;
+    if (count == 0 || count > detail::max_queue_page || id_prefix.size() > longest ||
+        cursor.size() > longest) {
+        return refuse(*this, std::move(h), error::invalid_argument);
+    }
+    // "default" joins the page of named queues where byte order puts it.
+    const bool wants_default = std::string_view(default_queue).starts_with(id_prefix) &&
+                               cursor < std::string_view(default_queue);
+    do_list_queues(
+        std::move(id_prefix), std::move(cursor), count,
+        [h = std::move(h), wants_default, count](error_code ec, queue_page page) mutable {
+            if (!ec && wants_default) {
+                const auto at = std::find_if(page.entries.begin(), page.entries.end(),
+                                             [](const queue_status& q) {
+                                                 return q.spec.id > std::string_view(default_queue);
+                                             });
+                // Past this page's last name (and more pages follow): a later page has it.
+                if (at != page.entries.end() || page.cursor.empty()) {
+                    page.entries.insert(at, default_status());
+                    if (page.entries.size() > count) {
+                        page.entries.pop_back();
+                        page.cursor = page.entries.back().spec.id;
+                    }
+                }
+            }
+            std::move(h)(ec, std::move(page));
+        });
+}
+
+void store::delete_queue(std::string id, handler<void(error_code)> h) {
+    if (auto ec = detail::check_queue_name(id)) {
+        return refuse(*this, std::move(h), ec);
+    }
+    if (id == default_queue) {
+        return refuse(*this, std::move(h), error::default_queue);
+    }
+    if (checks_queue_empty()) {
+        return do_delete_queue(std::move(id), std::move(h));
+    }
+    // Not found first (an answer that does not depend on the walk), then the walk.
+    do_get_queue(id, [this, id, h = std::move(h)](error_code ec, queue_status) mutable {
+        if (ec) {
+            return std::move(h)(ec);
+        }
+        std::make_shared<delete_walk>(*this, std::move(id), std::move(h),
+                                      [](store& s, std::string id, handler<void(error_code)> h) {
+                                          s.do_delete_queue(std::move(id), std::move(h));
+                                      })
+            ->next({});
+    });
+}
+
+// A store without named queues.
+void store::do_create_queue(queue_spec, handler<void(error_code, create_queue_result)> h) {
+    refuse(*this, std::move(h), boost::asio::error::operation_not_supported);
+}
+void store::do_update_queue(queue_spec, handler<void(error_code)> h) {
+    refuse(*this, std::move(h), boost::asio::error::operation_not_supported);
+}
+void store::do_get_queue(std::string, handler<void(error_code, queue_status)> h) {
+    refuse(*this, std::move(h), boost::asio::error::operation_not_supported);
+}
+void store::do_list_queues(std::string, std::string, std::size_t,
+                           handler<void(error_code, queue_page)> h) {
+    refuse(*this, std::move(h), boost::asio::error::operation_not_supported);
+}
+void store::do_delete_queue(std::string, handler<void(error_code)> h) {
+    refuse(*this, std::move(h), boost::asio::error::operation_not_supported);
 }
 
 // A store without schedules.

@@ -28,6 +28,8 @@
 
 #include <boost/asio/io_context.hpp>
 
+#include <sqlite3.h>
+
 #include <algorithm>
 #include <chrono>
 #include <cstdlib>
@@ -575,4 +577,268 @@ BOOST_AUTO_TEST_CASE_TEMPLATE(tasks_that_end_in_one_call_page_in_id_order_both_w
             BOOST_TEST(desc.size() == 12u);
         }
     }
+}
+
+// --- Named queues (docs/design/queues-and-flow-control.md, step 1) ---------------------------
+
+namespace {
+
+template <typename F>
+auto create_queue(F& f, dq::queue_spec spec) {
+    return call<dq::create_queue_result>(
+        f.io, [&](auto h) { f.store().create_queue(std::move(spec), std::move(h)); });
+}
+template <typename F>
+auto get_queue(F& f, std::string id) {
+    return call<dq::queue_status>(
+        f.io, [&](auto h) { f.store().get_queue(std::move(id), std::move(h)); });
+}
+template <typename F>
+auto list_queues(F& f, std::string prefix, std::string cursor, std::size_t count) {
+    return call<dq::queue_page>(f.io, [&](auto h) {
+        f.store().list_queues(std::move(prefix), std::move(cursor), count, std::move(h));
+    });
+}
+template <typename F>
+error_code update_queue(F& f, dq::queue_spec spec) {
+    return std::get<0>(
+        call<>(f.io, [&](auto h) { f.store().update_queue(std::move(spec), std::move(h)); }));
+}
+template <typename F>
+error_code delete_queue(F& f, std::string id) {
+    return std::get<0>(
+        call<>(f.io, [&](auto h) { f.store().delete_queue(std::move(id), std::move(h)); }));
+}
+template <typename F>
+std::vector<std::string> queue_names(F& f, const std::string& prefix, std::size_t count) {
+    std::vector<std::string> out;
+    std::string cursor;
+    for (int pages = 0; pages < 100; ++pages) {
+        auto [ec, page] = list_queues(f, prefix, cursor, count);
+        BOOST_REQUIRE_MESSAGE(!ec, ec.message());
+        BOOST_REQUIRE(page.entries.size() <= count);
+        for (const auto& q : page.entries) {
+            out.push_back(q.spec.id);
+        }
+        if (page.cursor.empty()) {
+            return out;
+        }
+        cursor = page.cursor;
+    }
+    BOOST_FAIL("the pages never ended");
+    return out;
+}
+template <typename F>
+std::pair<error_code, dq::submit_result> submit_to(F& f, std::string id, std::string queue) {
+    dq::task t;
+    t.id = std::move(id);
+    t.due = 1h;
+    t.payload = "p";
+    t.queue = std::move(queue);
+    auto [ec, r, got] = call<dq::submit_result, std::string>(
+        f.io, [&](auto h) { f.store().submit(std::move(t), std::move(h)); });
+    return {ec, r};
+}
+
+} // namespace
+
+BOOST_AUTO_TEST_CASE_TEMPLATE(queue_settings_are_created_once_read_listed_changed_and_deleted, F,
+                              fixtures) {
+    F f;
+    const dq::retry_policy three{3, 10ms, 100ms};
+    auto [ec, r] = create_queue(f, {"acme/billing", three});
+    BOOST_REQUIRE_MESSAGE(!ec, ec.message());
+    BOOST_TEST(r == dq::create_queue_result::created);
+    // Again with the same spec: found; with another: a conflict, the first kept.
+    std::tie(ec, r) = create_queue(f, {"acme/billing", three});
+    BOOST_TEST(!ec);
+    BOOST_TEST(r == dq::create_queue_result::exists);
+    std::tie(ec, r) = create_queue(f, {"acme/billing", std::nullopt});
+    BOOST_TEST(ec == dq::error::queue_conflict);
+    auto [gec, st] = get_queue(f, "acme/billing");
+    BOOST_REQUIRE_MESSAGE(!gec, gec.message());
+    BOOST_TEST(st.spec.id == "acme/billing");
+    BOOST_TEST((st.spec.retry == three));
+    BOOST_TEST(st.generation == 1u);
+    BOOST_TEST(st.created.time_since_epoch().count() > 0);
+
+    for (const char* name : {"alpha", "zeta", "acme/ads", "b-1_x"}) {
+        std::tie(ec, r) = create_queue(f, {name, std::nullopt});
+        BOOST_REQUIRE_MESSAGE(!ec, name << ": " << ec.message());
+    }
+    // Byte order, "default" among them, whatever the page size.
+    const std::vector<std::string> all = {"acme/ads", "acme/billing", "alpha",
+                                          "b-1_x",    "default",      "zeta"};
+    for (std::size_t count : {1u, 2u, 4u, 100u}) {
+        BOOST_TEST_INFO("count " << count);
+        BOOST_TEST(queue_names(f, "", count) == all, boost::test_tools::per_element());
+    }
+    BOOST_TEST(queue_names(f, "acme/", 1) == (std::vector<std::string>{"acme/ads", "acme/billing"}),
+               boost::test_tools::per_element());
+    BOOST_TEST(queue_names(f, "de", 5) == std::vector<std::string>{"default"},
+               boost::test_tools::per_element());
+    BOOST_TEST(queue_names(f, "q", 5).empty());
+
+    // The default queue: read, listed, never created, changed or deleted.
+    std::tie(gec, st) = get_queue(f, "default");
+    BOOST_TEST(!gec);
+    BOOST_TEST(st.generation == 0u);
+    BOOST_TEST(!st.spec.retry);
+    std::tie(ec, r) = create_queue(f, {"default", std::nullopt});
+    BOOST_TEST(ec == dq::error::default_queue);
+    BOOST_TEST(update_queue(f, {"default", three}) == dq::error::default_queue);
+    BOOST_TEST(delete_queue(f, "default") == dq::error::default_queue);
+
+    // An update replaces the settings and counts a generation.
+    BOOST_TEST(!update_queue(f, {"acme/billing", std::nullopt}));
+    std::tie(gec, st) = get_queue(f, "acme/billing");
+    BOOST_TEST(!gec);
+    BOOST_TEST(!st.spec.retry);
+    BOOST_TEST(st.generation == 2u);
+    BOOST_TEST(update_queue(f, {"nope", three}) == dq::error::not_found);
+
+    // Bad names and policies: refused, nothing changed.
+    for (const char* bad : {"", "Upper", "a b", "a/b/c", "/a", "a/", "caf\xc3\xa9", "x{y}"}) {
+        BOOST_TEST_INFO("name '" << bad << "'");
+        std::tie(ec, r) = create_queue(f, {bad, std::nullopt});
+        BOOST_TEST(ec == dq::error::invalid_queue);
+        BOOST_TEST(std::get<0>(get_queue(f, bad)) == dq::error::invalid_queue);
+        BOOST_TEST(delete_queue(f, bad) == dq::error::invalid_queue);
+    }
+    std::tie(ec, r) = create_queue(f, {std::string("a\0b", 3), std::nullopt});
+    BOOST_TEST(ec == dq::error::invalid_queue);
+    std::tie(ec, r) = create_queue(f, {std::string(65, 'a'), std::nullopt});
+    BOOST_TEST(ec == dq::error::invalid_queue);
+    std::tie(ec, r) =
+        create_queue(f, {std::string(64, 'a') + "/" + std::string(64, 'b'), std::nullopt});
+    BOOST_TEST(!ec); // the longest name
+    std::tie(ec, r) = create_queue(f, {"zero", dq::retry_policy{0, 1ms, 2ms}});
+    BOOST_TEST(ec == dq::error::zero_attempts);
+    BOOST_TEST(std::get<0>(list_queues(f, "", "", 0)) == dq::error::invalid_argument);
+    BOOST_TEST(queue_names(f, "", 100).size() == all.size() + 1);
+
+    // Delete: gone, then not found.
+    BOOST_TEST(!delete_queue(f, "alpha"));
+    BOOST_TEST(std::get<0>(get_queue(f, "alpha")) == dq::error::not_found);
+    BOOST_TEST(delete_queue(f, "alpha") == dq::error::not_found);
+}
+
+BOOST_AUTO_TEST_CASE_TEMPLATE(a_task_keeps_its_queue_and_a_queue_holding_tasks_is_not_deleted, F,
+                              fixtures) {
+    F f;
+    BOOST_REQUIRE(!std::get<0>(create_queue(f, {"acme/billing", std::nullopt})));
+    BOOST_REQUIRE(!std::get<0>(create_queue(f, {"idle", std::nullopt})));
+    BOOST_TEST(!submit_to(f, "in-billing", "acme/billing").first);
+    BOOST_TEST(!submit_to(f, "in-default", "").first);
+    BOOST_TEST(!submit_to(f, "named-default", "default").first);
+    // A bad name: refused, nothing written.
+    BOOST_TEST(submit_to(f, "bad", "No Such").first == dq::error::invalid_queue);
+    BOOST_TEST(std::get<1>(f.list(dq::task_query{})).entries.size() == 3u);
+
+    const auto status = [&](const std::string& id) {
+        auto [ec, st] =
+            call<dq::task_status>(f.io, [&](auto h) { f.store().status(id, std::move(h)); });
+        BOOST_REQUIRE_MESSAGE(!ec, ec.message());
+        return st;
+    };
+    BOOST_TEST(status("in-billing").queue == "acme/billing");
+    BOOST_TEST(status("in-default").queue == "default");
+    BOOST_TEST(status("named-default").queue == "default");
+    // A replacing submit keeps the queue the task was created in.
+    {
+        dq::task t;
+        t.id = "in-billing";
+        t.due = 2h;
+        t.replace = true;
+        t.payload = "new";
+        auto [ec, r, id] = call<dq::submit_result, std::string>(
+            f.io, [&](auto h) { f.store().submit(std::move(t), std::move(h)); });
+        BOOST_TEST(!ec);
+        BOOST_TEST(r == dq::submit_result::replaced);
+        BOOST_TEST(status("in-billing").queue == "acme/billing");
+        BOOST_TEST(status("in-billing").payload == "new");
+    }
+
+    // Listings carry the queue and filter on it.
+    dq::task_query q;
+    q.queue = "acme/billing";
+    auto [lec, page] = f.list(q);
+    BOOST_REQUIRE_MESSAGE(!lec, lec.message());
+    BOOST_REQUIRE(page.entries.size() == 1u);
+    BOOST_TEST(page.entries[0].id == "in-billing");
+    BOOST_TEST(page.entries[0].queue == "acme/billing");
+    q.queue = "default";
+    auto defaults = f.walk(q);
+    BOOST_TEST(defaults.size() == 2u);
+    for (const auto& e : defaults) {
+        BOOST_TEST(e.queue == "default");
+    }
+    q.queue = "idle";
+    BOOST_TEST(f.walk(q).empty());
+    q.queue = "Bad";
+    BOOST_TEST(std::get<0>(f.list(q)) == dq::error::invalid_queue);
+    q.queue = "acme/billing";
+    q.state = dq::task_state::finished;
+    BOOST_TEST(std::get<0>(f.list(q)) == dq::error::invalid_argument);
+
+    // A delayed task holds its queue; once cancelled it no longer does.
+    BOOST_TEST(delete_queue(f, "acme/billing") == dq::error::queue_not_empty);
+    BOOST_TEST(!std::get<0>(get_queue(f, "acme/billing")));
+    BOOST_TEST(!delete_queue(f, "idle"));
+    f.cancel("in-billing");
+    BOOST_TEST(status("in-billing").queue == "acme/billing");
+    BOOST_TEST(!delete_queue(f, "acme/billing"));
+    BOOST_TEST(std::get<0>(get_queue(f, "acme/billing")) == dq::error::not_found);
+}
+
+// A file written before queues (schema version 2, no queue column): opened, its tasks read as
+// the default queue's, and new tasks take a queue; nothing of the old rows lost.
+BOOST_AUTO_TEST_CASE(an_sqlite_file_from_before_queues_reads_its_tasks_as_the_default_queue) {
+    timewheel::test::temp_dir dir;
+    const std::string path = dir.file("old.db");
+    {
+        sqlite3* db = nullptr;
+        BOOST_REQUIRE(sqlite3_open(path.c_str(), &db) == SQLITE_OK);
+        const char* sql = R"sql(
+CREATE TABLE meta(key TEXT PRIMARY KEY NOT NULL, value INTEGER NOT NULL);
+INSERT INTO meta VALUES ('schema_version', 2);
+CREATE TABLE tasks(id BLOB NOT NULL UNIQUE, state INTEGER NOT NULL, due INTEGER NOT NULL,
+  attempt INTEGER NOT NULL, created INTEGER NOT NULL, updated INTEGER NOT NULL,
+  max_attempts INTEGER NOT NULL, base INTEGER NOT NULL, cap INTEGER NOT NULL,
+  last_error BLOB NOT NULL, payload BLOB NOT NULL, token BLOB, lease_until INTEGER,
+  lease_attempt INTEGER, started INTEGER, worker BLOB);
+INSERT INTO tasks(id, state, due, attempt, created, updated, max_attempts, base, cap,
+  last_error, payload) VALUES (CAST('old' AS BLOB), 0, 4102444800000, 0, 1, 1, 5, 1000,
+  600000, x'', CAST('old payload' AS BLOB));
+)sql";
+        char* err = nullptr;
+        const int rc = sqlite3_exec(db, sql, nullptr, nullptr, &err);
+        BOOST_REQUIRE_MESSAGE(rc == SQLITE_OK, (err ? err : "?"));
+        sqlite3_close(db);
+    }
+    boost::asio::io_context io;
+    dq::sqlite_store_options o;
+    o.path = path;
+    dq::sqlite_store s(io.get_executor(), o);
+    auto [ec, st] = call<dq::task_status>(io, [&](auto h) { s.status("old", std::move(h)); });
+    BOOST_REQUIRE_MESSAGE(!ec, ec.message());
+    BOOST_TEST(st.queue == "default");
+    BOOST_TEST(st.payload == "old payload");
+    dq::task t;
+    t.id = "new";
+    t.due = 1h;
+    t.queue = "fresh";
+    auto [sec, r, id] =
+        call<dq::submit_result, std::string>(io, [&](auto h) { s.submit(t, std::move(h)); });
+    BOOST_TEST(!sec);
+    dq::task_query q;
+    q.queue = "default";
+    auto [lec, page] = call<dq::task_page>(io, [&](auto h) { s.list_tasks(q, std::move(h)); });
+    BOOST_TEST(!lec);
+    BOOST_REQUIRE(page.entries.size() == 1u);
+    BOOST_TEST(page.entries[0].id == "old");
+    q.queue = "fresh";
+    std::tie(lec, page) = call<dq::task_page>(io, [&](auto h) { s.list_tasks(q, std::move(h)); });
+    BOOST_REQUIRE(page.entries.size() == 1u);
+    BOOST_TEST(page.entries[0].queue == "fresh");
 }

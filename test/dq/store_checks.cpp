@@ -375,6 +375,8 @@ auto only_error(std::function<void(error_code, bool)> d) {
 
 std::vector<operation> operations() {
     using done = std::function<void(error_code, bool)>;
+    // lua/queues.lua's record: generation 1, created and updated at 1000 ms, no settings.
+    const std::string queue_record("\0\0\0\0\0\1\0\0\0\0\3\xe8\0\0\0\0\3\xe8", 18);
     const auto leases = [] { return std::vector<dq::lease_ref>{lease("a")}; };
     dq::materialisation m;
     m.schedule_id = "s";
@@ -407,8 +409,8 @@ std::vector<operation> operations() {
         {"delete_dead", "$2\r\nok\r\n",
          [](dq::redis_store& s, done d) { s.delete_dead("a", only_error(d)); }},
         {"status",
-         "*10\r\n$7\r\ndelayed\r\n:0\r\n:1000\r\n:1000\r\n:1000\r\n:3\r\n:100\r\n:1000\r\n$0\r\n"
-         "\r\n$1\r\np\r\n",
+         "*11\r\n$7\r\ndelayed\r\n:0\r\n:1000\r\n:1000\r\n:1000\r\n:3\r\n:100\r\n:1000\r\n$0\r\n"
+         "\r\n$1\r\np\r\n$0\r\n\r\n",
          [](dq::redis_store& s, done d) {
              s.status("a", [d](error_code ec, dq::task_status st) { d(ec, !st.id.empty()); });
          }},
@@ -453,7 +455,7 @@ std::vector<operation> operations() {
          [q](dq::redis_store& s, done d) {
              s.list_tasks(q, [d](error_code ec, dq::task_page p) { d(ec, !p.entries.empty()); });
          }},
-        {"task_entries", "*5\r\n:1\r\n:1000\r\n:0\r\n$0\r\n\r\n$1\r\np\r\n",
+        {"task_entries", "*6\r\n:1\r\n:1000\r\n:0\r\n$0\r\n\r\n$1\r\np\r\n$0\r\n\r\n",
          [q](dq::redis_store& s, done d) {
              s.list_tasks(q, [d](error_code ec, dq::task_page p) { d(ec, !p.entries.empty()); });
          },
@@ -462,6 +464,26 @@ std::vector<operation> operations() {
          [](dq::redis_store& s, done d) {
              s.count_tasks([d](error_code ec, dq::task_counts c) { d(ec, c.delayed != 0); });
          }},
+        {"create_queue", "$7\r\ncreated\r\n",
+         [](dq::redis_store& s, done d) {
+             s.create_queue({"q", std::nullopt},
+                            [d](error_code ec, dq::create_queue_result) { d(ec, false); });
+         }},
+        {"update_queue", "$2\r\nok\r\n",
+         [](dq::redis_store& s, done d) {
+             s.update_queue({"q", std::nullopt}, only_error(d));
+         }},
+        {"get_queue", "$18\r\n" + queue_record + "\r\n",
+         [](dq::redis_store& s, done d) {
+             s.get_queue("q",
+                         [d](error_code ec, dq::queue_status st) { d(ec, !st.spec.id.empty()); });
+         }},
+        {"list_queues", "*2\r\n$1\r\nq\r\n$18\r\n" + queue_record + "\r\n",
+         [](dq::redis_store& s, done d) {
+             s.list_queues("q", "", 10,
+                           [d](error_code ec, dq::queue_page p) { d(ec, !p.entries.empty()); });
+         },
+         "", true},
         {"create_schedule", "$7\r\ncreated\r\n",
          [spec](dq::redis_store& s, done d) {
              s.create_schedule(spec,
@@ -706,10 +728,10 @@ BOOST_FIXTURE_TEST_CASE(a_value_out_of_range_in_a_well_formed_reply_fails, hosti
     // payload, then a log entry (attempt, worker, started, ended, outcome, error).
     const auto status = [&](std::string attempt, std::string due, std::string max_attempts,
                             std::string base, std::string cap, std::string started) {
-        return "*16\r\n$7\r\ndelayed\r\n" +
+        return "*17\r\n$7\r\ndelayed\r\n" +
                ints({attempt, due, "1000", "1000", max_attempts, base, cap}) +
-               "$0\r\n\r\n$1\r\np\r\n" + ints({"1"}) + "$1\r\nw\r\n" + ints({started, "1000"}) +
-               "$2\r\nok\r\n$0\r\n\r\n";
+               "$0\r\n\r\n$1\r\np\r\n$0\r\n\r\n" + ints({"1"}) + "$1\r\nw\r\n" +
+               ints({started, "1000"}) + "$2\r\nok\r\n$0\r\n\r\n";
     };
     // claim.lua: the clock, the next due, then one task (id, token, due, attempt, payload,
     // max_attempts, base, cap, running).
@@ -744,8 +766,8 @@ BOOST_FIXTURE_TEST_CASE(a_value_out_of_range_in_a_well_formed_reply_fails, hosti
         {"earliest_due", "*2\r\n:1000\r\n:" + huge + "\r\n"},
         {"list_tasks", "*5\r\n:0\r\n:0\r\n$0\r\n\r\n:-1000\r\n$1\r\na\r\n"},
         {"list_tasks", "*3\r\n:1\r\n:" + late + "\r\n$1\r\na\r\n"},
-        {"task_entries", "*5\r\n:1\r\n:-1000\r\n:0\r\n$0\r\n\r\n$1\r\np\r\n"},
-        {"task_entries", "*5\r\n:1\r\n:1000\r\n:" + big + "\r\n$0\r\n\r\n$1\r\np\r\n"},
+        {"task_entries", "*6\r\n:1\r\n:-1000\r\n:0\r\n$0\r\n\r\n$1\r\np\r\n$0\r\n\r\n"},
+        {"task_entries", "*6\r\n:1\r\n:1000\r\n:" + big + "\r\n$0\r\n\r\n$1\r\np\r\n$0\r\n\r\n"},
         {"count_tasks", "*9\r\n" + ints({"1000", "-1", "0", "0", "0", "0", "0", "0", "-1"})},
         {"count_tasks", "*9\r\n" + ints({"1000", huge, "0", "0", "0", "0", "0", "0", "-1"})},
         {"count_tasks", "*9\r\n" + ints({"-1", "1", "0", "0", "0", "0", "0", "0", "-1"})},

@@ -492,6 +492,46 @@ def schedules_and_their_actions_answer_as_documented(client, recv):
     client.refused_by_document('POST', '/v1/schedules:preview', {'cron': '* * * * *', 'count': 0})
 
 
+def queues_answer_as_documented(client, recv):
+    spec = {'id': 'acme/billing', 'retry': {'attempts': 3, 'base_ms': 10, 'cap_ms': 50}}
+    _, headers = client.call('POST', '/v1/queues', '/v1/queues', spec, expect=201)
+    check(headers['location'] == '/v1/queues/acme%2Fbilling', f'Location {headers["location"]}')
+    client.call('POST', '/v1/queues', '/v1/queues', spec, expect=200)
+    client.call('POST', '/v1/queues', '/v1/queues', {'id': 'acme/billing'}, expect=409, code='queue_conflict',
+                field='id')
+    for body, field in (({'id': 'Acme'}, 'id'), ({'id': 'a/b/c'}, 'id'), ({}, 'id'),
+                        ({'id': 'limited', 'rate_per_s': 5}, 'rate_per_s'),
+                        ({'id': 'limited', 'paused': True}, 'paused')):
+        client.call('POST', '/v1/queues', '/v1/queues', body, expect=400, code='invalid_field', field=field)
+        client.refused_by_document('POST', '/v1/queues', body)
+    client.call('POST', '/v1/queues', '/v1/queues', {'id': 'zeta'}, expect=201)
+    page, _ = client.call('GET', '/v1/queues?limit=1', '/v1/queues')
+    check(page['next_cursor'], f'a first page of one queue: {page}')
+    client.call('GET', '/v1/queues?cursor=' + quote(page['next_cursor'], safe=''), '/v1/queues')
+    client.call('GET', '/v1/queues?id_prefix=acme%2F', '/v1/queues')
+    client.call('GET', '/v1/queues?limit=0', '/v1/queues', expect=400, field='limit')
+    client.call('GET', '/v1/queues/acme%2Fbilling', '/v1/queues/{id}')
+    client.call('GET', '/v1/queues/default', '/v1/queues/{id}')
+    client.call('GET', '/v1/queues/nobody', '/v1/queues/{id}', expect=404, code='not_found')
+    client.call('PATCH', '/v1/queues/acme%2Fbilling', '/v1/queues/{id}', {'retry': {'attempts': 9}})
+    client.call('PATCH', '/v1/queues/acme%2Fbilling', '/v1/queues/{id}', {'concurrency': 2}, expect=400,
+                field='concurrency')
+    client.call('PATCH', '/v1/queues/nobody', '/v1/queues/{id}', {'retry': None}, expect=404)
+
+    task = {'id': 'queued-1', 'queue': 'acme/billing', 'delay_ms': 3600000, 'callback': {'url': f'{recv}/ok'}}
+    created, _ = client.call('POST', '/v1/tasks', '/v1/tasks', task, expect=201)
+    check(created['queue'] == 'acme/billing' and created['retry']['attempts'] == 9, f'a queued task: {created}')
+    client.call('POST', '/v1/tasks', '/v1/tasks', {**task, 'id': 'queued-2', 'queue': 'nowhere'}, expect=400,
+                code='unknown_queue', field='queue')
+    listed, _ = client.call('GET', '/v1/tasks?state=delayed&queue=acme%2Fbilling', '/v1/tasks')
+    check([e['id'] for e in listed['entries']] == ['queued-1'], f'a list by queue: {listed}')
+    client.call('DELETE', '/v1/queues/acme%2Fbilling', '/v1/queues/{id}', expect=409, code='queue_not_empty')
+    client.call('DELETE', '/v1/queues/default', '/v1/queues/{id}', expect=400, field='id')
+    client.call('DELETE', '/v1/tasks/queued-1', '/v1/tasks/{id}')
+    client.call('DELETE', '/v1/queues/acme%2Fbilling', '/v1/queues/{id}')
+    client.call('DELETE', '/v1/queues/acme%2Fbilling', '/v1/queues/{id}', expect=404, code='not_found')
+
+
 def every_operation_answers_503_once_the_store_is_gone(client, contract, svc):
     """(Redis) The redis-server ended (by its PID): each operation, given the document's own
     example body, answers what the document lists, and 503 with Retry-After where it lists one
@@ -569,6 +609,7 @@ def main():
             submits_reads_changes_and_cancels_answer_as_documented(client, recv)
             tasks_that_ran_dead_letters_results_and_views_answer_as_documented(client, svc, recv)
             schedules_and_their_actions_answer_as_documented(client, recv)
+            queues_answer_as_documented(client, recv)
             if args.store == 'redis':
                 every_operation_answers_503_once_the_store_is_gone(client, contract, svc)
             every_operation_of_the_document_was_answered(contract)

@@ -826,3 +826,162 @@ BOOST_AUTO_TEST_CASE(the_clock_moved_across_dst_transitions_each_zone_fires_as_t
 }
 
 BOOST_AUTO_TEST_SUITE_END()
+
+// --- Named queues (docs/server.md, "Queues"): created like schedules, on both stores -------
+
+namespace {
+
+std::string queued_task(const std::string& id, const std::string& queue,
+                        const std::string& extra = "") {
+    return R"({"id": )" + ts::json_quote(id) + R"(, "queue": )" + ts::json_quote(queue) +
+           R"(, "delay_ms": 600000, "callback": {"url": "http://127.0.0.1:9/hook"})" + extra + "}";
+}
+
+} // namespace
+
+BOOST_AUTO_TEST_CASE(queues_are_created_once_read_listed_changed_and_deleted_on_both_stores) {
+    for (const bool sqlite : {false, true}) {
+        BOOST_TEST_CONTEXT((sqlite ? "sqlite" : "redis")) {
+            ts::api_service::options o;
+            o.default_store = sqlite;
+            ts::api_service svc(o);
+            const std::string spec =
+                R"({"id": "acme/billing", "retry": {"attempts": 3, "base_ms": 10, "cap_ms": 50}})";
+            const auto first = svc.post("/v1/queues", spec);
+            BOOST_TEST_REQUIRE(first.status == 201u, first);
+            BOOST_TEST(first.json().at("id").as_string() == "acme/billing");
+            BOOST_TEST(first.json().at("generation").as_int64() == 1);
+            BOOST_TEST(first.json().at("retry").at("attempts").as_int64() == 3);
+            BOOST_TEST(first.headers["Location"] == "/v1/queues/acme%2Fbilling");
+            const auto again = svc.post("/v1/queues", spec);
+            BOOST_TEST(again.status == 200u, again);
+            const auto other = svc.post("/v1/queues", R"({"id": "acme/billing"})");
+            BOOST_TEST(other.status == 409u, other);
+            BOOST_TEST(other.error_code() == "queue_conflict");
+            const auto got = svc.get("/v1/queues/acme%2Fbilling");
+            BOOST_TEST_REQUIRE(got.status == 200u, got);
+            BOOST_TEST(got.json().at("retry").at("cap_ms").as_int64() == 50);
+            const auto dflt = svc.get("/v1/queues/default");
+            BOOST_TEST(dflt.status == 200u, dflt);
+            BOOST_TEST(dflt.json().at("generation").as_int64() == 0);
+
+            // Not built yet: refused by name, never accepted and ignored.
+            for (const char* f :
+                 {"rate_per_s", "concurrency", "flow", "signing_secrets", "paused"}) {
+                const auto r =
+                    svc.post("/v1/queues", R"({"id": "limited", ")" + std::string(f) + R"(": 5})");
+                BOOST_TEST(r.status == 400u, r);
+                BOOST_TEST(r.error_field() == f);
+                BOOST_TEST(r.json().at("error").at("message").as_string().find(
+                               "not supported yet") != std::string::npos);
+            }
+            // Bad names: 400 naming the id; nothing stored.
+            for (const char* bad : {R"({"id": "Billing"})", R"({"id": "a/b/c"})", R"({"id": ""})",
+                                    R"({"id": "default"})", R"({})"}) {
+                const auto r = svc.post("/v1/queues", bad);
+                BOOST_TEST(r.status == 400u, r);
+                BOOST_TEST(r.error_field() == "id");
+            }
+            BOOST_TEST(svc.get("/v1/queues/limited").status == 404u);
+            BOOST_TEST(svc.get("/v1/queues/Billing").status == 400u);
+
+            // A list with the default queue, a page at a time, and by prefix.
+            BOOST_TEST_REQUIRE(svc.post("/v1/queues", R"({"id": "zeta"})").status == 201u);
+            std::vector<std::string> names;
+            std::string cursor;
+            for (int pages = 0; pages < 10; ++pages) {
+                const auto page = svc.get("/v1/queues?limit=1" +
+                                          (cursor.empty() ? "" : "&cursor=" + segment(cursor)));
+                BOOST_TEST_REQUIRE(page.status == 200u, page);
+                const auto body = page.json();
+                for (const auto& e : body.at("entries").as_array()) {
+                    names.emplace_back(e.at("id").as_string());
+                }
+                if (body.at("next_cursor").is_null()) {
+                    break;
+                }
+                cursor = body.at("next_cursor").as_string();
+            }
+            BOOST_TEST(names == (std::vector<std::string>{"acme/billing", "default", "zeta"}),
+                       boost::test_tools::per_element());
+            const auto acme = svc.get("/v1/queues?id_prefix=acme%2F");
+            BOOST_TEST_REQUIRE(acme.status == 200u, acme);
+            BOOST_TEST(acme.json().at("entries").as_array().size() == 1u);
+
+            // Tasks: the queue must exist; its retry applies when the task gives none.
+            const auto unknown = svc.post("/v1/tasks", queued_task("t-0", "nowhere"));
+            BOOST_TEST(unknown.status == 400u, unknown);
+            BOOST_TEST(unknown.error_code() == "unknown_queue");
+            BOOST_TEST(unknown.error_field() == "queue");
+            BOOST_TEST(svc.get("/v1/tasks/t-0").status == 404u);
+            const auto badq = svc.post("/v1/tasks", queued_task("t-0", "No"));
+            BOOST_TEST(badq.status == 400u, badq);
+            BOOST_TEST(badq.error_field() == "queue");
+            const auto t1 = svc.post("/v1/tasks", queued_task("t-1", "acme/billing"));
+            BOOST_TEST_REQUIRE(t1.status == 201u, t1);
+            BOOST_TEST(t1.json().at("queue").as_string() == "acme/billing");
+            BOOST_TEST(t1.json().at("retry").at("attempts").as_int64() == 3);
+            const auto t1s = svc.get("/v1/tasks/t-1");
+            BOOST_TEST(t1s.json().at("queue").as_string() == "acme/billing");
+            BOOST_TEST(t1s.json().at("retry").at("cap_ms").as_int64() == 50);
+            const auto t2 = svc.post(
+                "/v1/tasks", queued_task("t-2", "acme/billing", R"(, "retry": {"attempts": 7})"));
+            BOOST_TEST_REQUIRE(t2.status == 201u, t2);
+            BOOST_TEST(svc.get("/v1/tasks/t-2").json().at("retry").at("attempts").as_int64() == 7);
+            const auto t3 = svc.post("/v1/tasks", queued_task("t-3", "default"));
+            BOOST_TEST_REQUIRE(t3.status == 201u, t3);
+            BOOST_TEST(svc.get("/v1/tasks/t-3").json().at("queue").as_string() == "default");
+            const auto batch =
+                svc.post("/v1/tasks:batch", R"({"tasks": [)" + queued_task("b-1", "zeta") + ", " +
+                                                queued_task("b-2", "nowhere") + ", " +
+                                                queued_task("b-3", "acme/billing") + "]}");
+            BOOST_TEST_REQUIRE(batch.status == 200u, batch);
+            const auto results = batch.json().at("results").as_array();
+            BOOST_TEST(results[0].at("status").as_int64() == 201);
+            BOOST_TEST(results[1].at("status").as_int64() == 400);
+            BOOST_TEST(results[1].at("error").at("code").as_string() == "unknown_queue");
+            BOOST_TEST(results[2].at("status").as_int64() == 201);
+            BOOST_TEST(results[2].at("task").at("retry").at("attempts").as_int64() == 3);
+            BOOST_TEST(svc.get("/v1/tasks/b-2").status == 404u);
+
+            // GET /v1/tasks?queue= filters.
+            const auto listed = svc.get("/v1/tasks?state=delayed&queue=acme%2Fbilling");
+            BOOST_TEST_REQUIRE(listed.status == 200u, listed);
+            std::set<std::string> ids;
+            const auto listed_body = listed.json();
+            for (const auto& e : listed_body.at("entries").as_array()) {
+                ids.emplace(e.at("id").as_string());
+                BOOST_TEST(e.at("queue").as_string() == "acme/billing");
+            }
+            BOOST_TEST(ids == (std::set<std::string>{"t-1", "t-2", "b-3"}));
+            BOOST_TEST(svc.get("/v1/tasks?state=finished&queue=zeta").status == 400u);
+
+            // PATCH changes the settings, not the tasks already submitted.
+            const auto patched = svc.request(verb::patch, "/v1/queues/acme%2Fbilling",
+                                             R"({"retry": {"attempts": 9}})");
+            BOOST_TEST_REQUIRE(patched.status == 200u, patched);
+            BOOST_TEST(patched.json().at("generation").as_int64() == 2);
+            BOOST_TEST(patched.json().at("retry").at("attempts").as_int64() == 9);
+            BOOST_TEST(svc.request(verb::patch, "/v1/queues/acme%2Fbilling", R"({"paused": true})")
+                           .status == 400u);
+            BOOST_TEST(
+                svc.request(verb::patch, "/v1/queues/default", R"({"retry": null})").status ==
+                400u);
+            BOOST_TEST(svc.request(verb::patch, "/v1/queues/nobody", R"({})").status == 404u);
+
+            // DELETE: refused while tasks can still run, and for the default queue.
+            const auto busy = svc.request(verb::delete_, "/v1/queues/acme%2Fbilling");
+            BOOST_TEST(busy.status == 409u, busy);
+            BOOST_TEST(busy.error_code() == "queue_not_empty");
+            BOOST_TEST(svc.request(verb::delete_, "/v1/queues/default").status == 400u);
+            for (const char* id : {"t-1", "t-2", "b-3"}) {
+                BOOST_TEST(svc.request(verb::delete_, std::string("/v1/tasks/") + id).status ==
+                           200u);
+            }
+            const auto deleted = svc.request(verb::delete_, "/v1/queues/acme%2Fbilling");
+            BOOST_TEST(deleted.status == 200u, deleted);
+            BOOST_TEST(svc.get("/v1/queues/acme%2Fbilling").status == 404u);
+            BOOST_TEST(svc.request(verb::delete_, "/v1/queues/acme%2Fbilling").status == 404u);
+        }
+    }
+}

@@ -184,6 +184,19 @@ BOOST_AUTO_TEST_CASE(each_token_does_what_its_scope_allows_and_no_more) {
                403u);
     BOOST_TEST(as(svc, verb::delete_, "/v1/tasks/w-1", "writer").status == 200u);
     BOOST_TEST(as(svc, verb::delete_, "/v1/tasks/a-1", "root").status == 200u);
+
+    // Queues: changing their settings needs admin, reading them read.
+    const std::string q = R"({"id": "billing"})";
+    BOOST_TEST(as(svc, verb::post, "/v1/queues", "writer", q).status == 403u);
+    BOOST_TEST(as(svc, verb::post, "/v1/queues", "reader", q).status == 403u);
+    BOOST_TEST(as(svc, verb::get, "/v1/queues/billing", "reader").status == 404u); // not stored
+    BOOST_TEST(as(svc, verb::post, "/v1/queues", "root", q).status == 201u);
+    BOOST_TEST(as(svc, verb::get, "/v1/queues/billing", "reader").status == 200u);
+    BOOST_TEST(as(svc, verb::get, "/v1/queues", "reader").status == 200u);
+    BOOST_TEST(as(svc, verb::patch, "/v1/queues/billing", "writer", "{}").status == 403u);
+    BOOST_TEST(as(svc, verb::delete_, "/v1/queues/billing", "writer").status == 403u);
+    BOOST_TEST(as(svc, verb::get, "/v1/queues/billing", "reader").status == 200u);
+    BOOST_TEST(as(svc, verb::delete_, "/v1/queues/billing", "root").status == 200u);
 }
 
 BOOST_AUTO_TEST_CASE(the_file_is_read_again_on_sighup_and_on_change_and_a_broken_one_is_kept_out) {

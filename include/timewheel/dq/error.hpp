@@ -42,10 +42,14 @@ enum class error {
     invalid_cron,        ///< the cron expression does not parse (cron::parse_error says where)
     unknown_zone,        ///< the time zone is not in the tz database (or not UTC with an interval)
     invalid_window,      ///< start_at or end_at out of range, or end_at not after start_at
-    not_replicated, ///< the write was made but fewer replicas than asked acknowledged it in time
-                    ///< (dq::redis_store_options::wait_replicas): it may be lost in a failover
-    store_too_old,  ///< the store's server lacks what the queue needs (dq::redis_store: Redis
-                    ///< Functions, Redis 7.0 or later)
+    not_replicated,  ///< the write was made but fewer replicas than asked acknowledged it in time
+                     ///< (dq::redis_store_options::wait_replicas): it may be lost in a failover
+    store_too_old,   ///< the store's server lacks what the queue needs (dq::redis_store: Redis
+                     ///< Functions, Redis 7.0 or later)
+    invalid_queue,   ///< a queue name is not 1-64 bytes of [a-z0-9_-] with at most one `ns/`
+    queue_conflict,  ///< a queue with this name exists with another spec
+    queue_not_empty, ///< the queue still holds tasks (delayed, claimed or dead): not deleted
+    default_queue,   ///< the default queue cannot be created, changed or deleted
 };
 
 /// The category of dq::error values; its name is "timewheel.dq".

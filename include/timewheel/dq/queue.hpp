@@ -264,6 +264,72 @@ public:
             std::move(id));
     }
 
+    // --- Named queues' settings (store::create_queue...) ----------------------------------
+
+    /// Stores a queue's settings, or finds the same (see store::create_queue).
+    /** @par Completion Signature
+     * @code void(boost::system::error_code ec, create_queue_result result) @endcode */
+    template <typename Token = boost::asio::default_completion_token_t<executor_type>>
+    auto async_create_queue(queue_spec spec, Token&& token = {}) {
+        return initiate<void(boost::system::error_code, create_queue_result)>(
+            std::forward<Token>(token),
+            [](dq::store& s, auto h, queue_spec spec) {
+                s.create_queue(std::move(spec), std::move(h));
+            },
+            std::move(spec));
+    }
+
+    /// Replaces a queue's settings (see store::update_queue).
+    /** @par Completion Signature
+     * @code void(boost::system::error_code ec) @endcode */
+    template <typename Token = boost::asio::default_completion_token_t<executor_type>>
+    auto async_update_queue(queue_spec spec, Token&& token = {}) {
+        return initiate<void(boost::system::error_code)>(
+            std::forward<Token>(token),
+            [](dq::store& s, auto h, queue_spec spec) {
+                s.update_queue(std::move(spec), std::move(h));
+            },
+            std::move(spec));
+    }
+
+    /// A queue's settings (see store::get_queue).
+    /** @par Completion Signature
+     * @code void(boost::system::error_code ec, queue_status status) @endcode */
+    template <typename Token = boost::asio::default_completion_token_t<executor_type>>
+    auto async_get_queue(std::string id, Token&& token = {}) {
+        return initiate<void(boost::system::error_code, queue_status)>(
+            std::forward<Token>(token),
+            [](dq::store& s, auto h, std::string id) { s.get_queue(std::move(id), std::move(h)); },
+            std::move(id));
+    }
+
+    /// A page of queues (see store::list_queues).
+    /** @par Completion Signature
+     * @code void(boost::system::error_code ec, queue_page page) @endcode */
+    template <typename Token = boost::asio::default_completion_token_t<executor_type>>
+    auto async_list_queues(std::string id_prefix, std::string cursor, std::size_t count,
+                           Token&& token = {}) {
+        return initiate<void(boost::system::error_code, queue_page)>(
+            std::forward<Token>(token),
+            [count](dq::store& s, auto h, std::string id_prefix, std::string cursor) {
+                s.list_queues(std::move(id_prefix), std::move(cursor), count, std::move(h));
+            },
+            std::move(id_prefix), std::move(cursor));
+    }
+
+    /// Forgets a queue's settings (see store::delete_queue).
+    /** @par Completion Signature
+     * @code void(boost::system::error_code ec) @endcode */
+    template <typename Token = boost::asio::default_completion_token_t<executor_type>>
+    auto async_delete_queue(std::string id, Token&& token = {}) {
+        return initiate<void(boost::system::error_code)>(
+            std::forward<Token>(token),
+            [](dq::store& s, auto h, std::string id) {
+                s.delete_queue(std::move(id), std::move(h));
+            },
+            std::move(id));
+    }
+
     /// Pauses a schedule.
     /** @par Completion Signature
      * @code void(boost::system::error_code ec) @endcode */

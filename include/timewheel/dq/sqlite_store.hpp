@@ -216,6 +216,15 @@ private:
     void do_list_schedules(std::string cursor, std::size_t count,
                            handler<void(boost::system::error_code, schedule_page)> h) override;
     void do_delete_schedule(std::string id, handler<void(boost::system::error_code)> h) override;
+    void do_create_queue(queue_spec spec,
+                         handler<void(boost::system::error_code, create_queue_result)> h) override;
+    void do_update_queue(queue_spec spec, handler<void(boost::system::error_code)> h) override;
+    void do_get_queue(std::string id,
+                      handler<void(boost::system::error_code, queue_status)> h) override;
+    void do_list_queues(std::string id_prefix, std::string cursor, std::size_t count,
+                        handler<void(boost::system::error_code, queue_page)> h) override;
+    void do_delete_queue(std::string id, handler<void(boost::system::error_code)> h) override;
+    bool checks_queue_empty() const noexcept override { return true; }
     void do_pause_schedule(std::string id, bool paused,
                            handler<void(boost::system::error_code)> h) override;
     void do_trigger_schedule(std::string id,

@@ -176,6 +176,43 @@ public:
     void materialise(std::vector<materialisation> m,
                      handler<void(boost::system::error_code, std::vector<materialise_result>)> h);
 
+    // --- Named queues (docs/design/queues-and-flow-control.md, Decision 2) -------------
+    // A queue's settings record. "default" always exists, implicitly, with no settings of its
+    // own: get and list show it (generation 0), create, update and delete refuse it with
+    // default_queue. A bad name fails with invalid_queue, nothing read or written. The
+    // library's submit does not look the queue up (a record is what the service checks and
+    // reads its defaults from): a task may name a queue that has no record.
+
+    /// Stores a queue's settings, or finds one with its name and the same spec. Errors:
+    /// queue_conflict (another spec under this name), invalid_queue, default_queue, and the
+    /// spec's retry policy's (zero_attempts, invalid_backoff).
+    void create_queue(queue_spec spec,
+                      handler<void(boost::system::error_code, create_queue_result)> h);
+
+    /// Replaces an existing queue's settings; its generation goes up by one. Errors:
+    /// not_found, and create_queue's bad input.
+    void update_queue(queue_spec spec, handler<void(boost::system::error_code)> h);
+
+    /// A queue's settings. Error: not_found.
+    void get_queue(std::string id, handler<void(boost::system::error_code, queue_status)> h);
+
+    /// Queues in byte order of their names, "default" among them, at most `count` (1 to
+    /// detail::max_queue_page), those starting with `id_prefix`, after `cursor` (empty: the
+    /// start; otherwise a page's cursor, a name). invalid_argument for a bad count, a prefix
+    /// or cursor longer than a name can be.
+    void list_queues(std::string id_prefix, std::string cursor, std::size_t count,
+                     handler<void(boost::system::error_code, queue_page)> h);
+
+    /// Forgets a queue's settings, refused (queue_not_empty) while it holds delayed,
+    /// prefetched, running or dead tasks; finished and cancelled ones do not count (they
+    /// cannot run again). dq::sqlite_store checks on an index of the tasks by queue, in the
+    /// delete's transaction. dq::redis_store keeps no index by queue: it walks list_tasks
+    /// with the queue filter first, reading every record of those states (in pages), and a
+    /// submit that lands between the walk and the delete leaves a task in a queue with no
+    /// record (it runs, as any task does). Errors: not_found, queue_not_empty,
+    /// default_queue, invalid_queue.
+    void delete_queue(std::string id, handler<void(boost::system::error_code)> h);
+
     // --- Listing and counting (docs/dq.md, "Listing and counting") ------------------------
 
     /// A page of the tasks of one state, in its sort key's order (see task_query). Bad
@@ -273,6 +310,24 @@ private:
     virtual void
     do_materialise(std::vector<materialisation> m,
                    handler<void(boost::system::error_code, std::vector<materialise_result>)> h);
+
+    // --- Named queues, on checked input ----------------------------------------------------
+    // A name passed check_queue_name and is never "default"; a spec's policy passed its
+    // checks. A store without them fails each with operation_not_supported (these defaults).
+
+    virtual void do_create_queue(queue_spec spec,
+                                 handler<void(boost::system::error_code, create_queue_result)> h);
+    virtual void do_update_queue(queue_spec spec, handler<void(boost::system::error_code)> h);
+    virtual void do_get_queue(std::string id,
+                              handler<void(boost::system::error_code, queue_status)> h);
+    /// Named queues only (never "default"), after `cursor` ("" the start), with the prefix.
+    virtual void do_list_queues(std::string id_prefix, std::string cursor, std::size_t count,
+                                handler<void(boost::system::error_code, queue_page)> h);
+    /// After the walk found no task of the queue (none when checks_queue_empty()).
+    virtual void do_delete_queue(std::string id, handler<void(boost::system::error_code)> h);
+    /// True for a store whose do_delete_queue itself refuses a queue holding tasks, in the
+    /// same atomic step as the delete (dq::sqlite_store, on an index): no walk first.
+    virtual bool checks_queue_empty() const noexcept { return false; }
 
     // --- Listing, on checked input --------------------------------------------------------
     // list_tasks decodes the cursor into `from` (the last position a page returned: the

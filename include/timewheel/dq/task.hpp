@@ -85,6 +85,48 @@ struct task {
     /// ever. The store caps it in the same atomic step as the replacement: two producers
     /// debouncing one id at once cannot pass it. From 0 to detail::max_backoff_ms.
     std::optional<duration> max_delay{};
+    /// The named queue it belongs to (docs/design/queues-and-flow-control.md, Decision 1):
+    /// 1 to 64 bytes of [a-z0-9_-], optionally after one namespace of the same alphabet and a
+    /// slash (`acme/billing`). Empty (or "default") is the default queue, which the store
+    /// keeps as no name, so that a default task's record does not grow. A replacing submit
+    /// keeps the queue the task was created in. Anything else fails with invalid_queue.
+    std::string queue{};
+};
+
+/// The name of the queue every task without one belongs to; it always exists.
+inline constexpr const char* default_queue = "default";
+
+/// A named queue's settings (docs/design/queues-and-flow-control.md, Decision 2). Only the
+/// retry policy is a setting today: the rest of the design (rates, concurrency, pause,
+/// signing secrets) is not built, and the service refuses it rather than accept a limit
+/// that does nothing.
+struct queue_spec {
+    std::string id; ///< the queue's name (see task::queue), never "default"
+    /// The retry policy of the queue's tasks that give none (the service applies it on
+    /// submit; the library's task always carries a policy). Empty: the service's default.
+    std::optional<retry_policy> retry{};
+    friend bool operator==(const queue_spec&, const queue_spec&) = default;
+};
+
+/// A queue's settings as the store keeps them.
+struct queue_status {
+    queue_spec spec;
+    /// 1 when created, one more on each update: a cache of the settings compares it.
+    std::uint64_t generation = 0;
+    time_point created{};
+    time_point updated{};
+};
+
+/// A page of queues, in byte order of their names.
+struct queue_page {
+    std::vector<queue_status> entries;
+    std::string cursor; ///< the next page's cursor (the last name returned); empty at the end
+};
+
+/// What a create_queue did.
+enum class create_queue_result : std::uint8_t {
+    created, ///< a new queue
+    exists,  ///< a queue with this name and the same spec exists: nothing done
 };
 
 /// What a submit did.
@@ -133,6 +175,9 @@ struct task_status {
     std::string last_error;
     std::string payload;
     std::vector<attempt_record> log; ///< oldest first (may be trimmed)
+    /// Its queue's name ("default" for the default queue); empty when the store no longer
+    /// knows it (dq::redis_store forgets a finished task's record, queue included).
+    std::string queue{};
 };
 
 /// A page of dead letters.
@@ -163,8 +208,12 @@ struct task_query {
     std::optional<time_point> after;        ///< only tasks whose sort key is >= after
     std::optional<time_point> before;       ///< only tasks whose sort key is < before
     std::string id_prefix;                  ///< only ids starting with it; empty: any
-    std::string cursor;                     ///< a previous page's cursor; empty: the start
-    std::size_t limit = 100;                ///< at most this many entries, 1 to 1000
+    /// Only tasks of this queue ("default" for the default one); empty: any. Not with
+    /// task_state::finished (dq::redis_store no longer knows a finished task's queue):
+    /// invalid_argument. On Redis the filter reads each scanned task's record.
+    std::string queue{};
+    std::string cursor;      ///< a previous page's cursor; empty: the start
+    std::size_t limit = 100; ///< at most this many entries, 1 to 1000
 };
 
 /// A page of tasks (see task_query).
@@ -177,6 +226,7 @@ struct task_page {
         std::uint32_t attempt = 0;
         std::string last_error;
         std::string payload; ///< empty when the store no longer keeps it (see docs/dq.md)
+        std::string queue{}; ///< its queue ("default"); empty when no longer known (finished)
     };
     std::vector<entry> entries;
     /// Pass back in task_query::cursor for the next page; empty after the last one. A page
@@ -293,6 +343,12 @@ constexpr const char* to_string(start_result r) noexcept {
 constexpr const char* to_string(ack_result r) noexcept {
     constexpr const char* names[] = {"ok", "stale"};
     return names[static_cast<int>(r)];
+}
+constexpr const char* to_string(create_queue_result r) noexcept {
+    return r == create_queue_result::created ? "created" : "exists";
+}
+inline std::ostream& operator<<(std::ostream& os, create_queue_result r) {
+    return os << to_string(r);
 }
 inline std::ostream& operator<<(std::ostream& os, submit_result r) {
     return os << to_string(r);

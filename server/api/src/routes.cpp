@@ -352,10 +352,13 @@ std::optional<routed> refuse(const api_context& ctx, const request& req, std::st
             res.set(http::field::www_authenticate, "Bearer");
             return routed{std::move(res), "unauthorized"};
         }
-        // Reading needs read; anything else write (admin is write's and the queues' and
-        // tenants' settings when they come). The token sees the route, so 403, not 404.
-        const auto needed =
-            changes_state(req.method()) ? service::scope::write : service::scope::read;
+        // Reading needs read; anything else write, but changing the queues' settings admin
+        // (docs/design/queues-and-flow-control.md, "The API"). The token sees the route, so
+        // 403, not 404.
+        const bool queues = path == "/v1/queues" || path.starts_with("/v1/queues/");
+        const auto needed = !changes_state(req.method()) ? service::scope::read
+                            : queues                     ? service::scope::admin
+                                                         : service::scope::write;
         if (*granted < needed) {
             auto res = error_response(
                 http::status::forbidden, "insufficient_scope",
@@ -550,6 +553,39 @@ net::awaitable<routed> handle(api_context& ctx, const request& req) {
         }
         auto res = co_await submit_batch(ctx, req);
         co_return routed{std::move(res), "POST /v1/tasks:batch"};
+    } else if (parts[1] == "queues") {
+        if (parts.size() == 2) {
+            switch (method) {
+            case http::verb::post: {
+                auto res = co_await create_queue(ctx, req);
+                co_return routed{std::move(res), "POST /v1/queues"};
+            }
+            case http::verb::get: {
+                auto res = co_await list_queues(ctx, query);
+                co_return routed{std::move(res), "GET /v1/queues"};
+            }
+            default:
+                co_return routed{method_not_allowed("GET, POST"), "/v1/queues"};
+            }
+        }
+        if (parts.size() == 3) {
+            switch (method) {
+            case http::verb::get: {
+                auto res = co_await queue_answer(ctx, std::move(id), http::status::ok);
+                co_return routed{std::move(res), "GET /v1/queues/{id}"};
+            }
+            case http::verb::patch: {
+                auto res = co_await change_queue(ctx, std::move(id), req);
+                co_return routed{std::move(res), "PATCH /v1/queues/{id}"};
+            }
+            case http::verb::delete_: {
+                auto res = co_await delete_queue(ctx, std::move(id));
+                co_return routed{std::move(res), "DELETE /v1/queues/{id}"};
+            }
+            default:
+                co_return routed{method_not_allowed("GET, PATCH, DELETE"), "/v1/queues/{id}"};
+            }
+        }
     } else if (parts[1] == "schedules:preview" && parts.size() == 2) {
         if (method != http::verb::post) {
             co_return routed{method_not_allowed("POST"), "/v1/schedules:preview"};

@@ -4,7 +4,8 @@
 // The endpoints of the API: a parsed request in, an answer out, on the store of the
 // calling thread. server.cpp reads and writes the HTTP; the routes know what it means:
 // routes.cpp checks every request and finds its endpoint, the endpoints live by resource
-// (routes_tasks.cpp, routes_dead.cpp, routes_schedules.cpp, routes_probes.cpp), and the
+// (routes_tasks.cpp, routes_dead.cpp, routes_schedules.cpp, routes_queues.cpp,
+// routes_probes.cpp), and the
 // dashboard's files next to them (routes_ui.cpp). The second
 // half of this header is what they share, private to these files.
 //
@@ -186,6 +187,19 @@ boost::asio::awaitable<response> trigger_schedule(api_context& ctx, std::string 
 boost::asio::awaitable<response> next_of_schedule(api_context& ctx, std::string id,
                                                   std::string_view query);
 response preview_schedule(api_context& ctx, const request& req);
+// routes_queues.cpp:
+boost::asio::awaitable<response> queue_answer(api_context& ctx, std::string id,
+                                              http::status status);
+boost::asio::awaitable<response> create_queue(api_context& ctx, const request& req);
+boost::asio::awaitable<response> list_queues(api_context& ctx, std::string_view query);
+boost::asio::awaitable<response> change_queue(api_context& ctx, std::string id, const request& req);
+boost::asio::awaitable<response> delete_queue(api_context& ctx, std::string id);
+/// The settings of the queue a task names: 400 unknown_queue (field "queue") when it does
+/// not exist (no implicit creation), the store's failure otherwise.
+boost::asio::awaitable<std::variant<dq::queue_status, response>> named_queue(api_context& ctx,
+                                                                             std::string name);
+/// The queue's retry policy onto a task that gives none.
+void apply_queue(const dq::queue_status& q, dq::task& task, bool gives_retry);
 // routes_views.cpp:
 /// The store's counts into the /metrics gauges (tasks by state, due now, oldest due age).
 void show_counts(service::service_metrics& m, const dq::task_counts& c);

@@ -50,6 +50,7 @@ dq::task_status created_status(const dq::task& t, std::string id, dq::time_point
     }
     st.retry = t.retry;
     st.payload = t.payload;
+    st.queue = t.queue.empty() ? std::string(dq::default_queue) : t.queue;
     return st;
 }
 
@@ -144,10 +145,18 @@ json::object error_of(const response& res) {
 
 net::awaitable<response> submit(api_context& ctx, const request& req) {
     dq::task task;
+    bool gives_retry = false;
     try {
-        task = service::parse_submit(req.body(), ctx.cfg.validation);
+        task = service::parse_submit(req.body(), ctx.cfg.validation, &gives_retry);
     } catch (const service::invalid_field& e) {
         co_return bad_field(e);
+    }
+    if (!task.queue.empty() && task.queue != dq::default_queue) {
+        auto q = co_await named_queue(ctx, task.queue);
+        if (auto* refused = std::get_if<response>(&q)) {
+            co_return std::move(*refused);
+        }
+        apply_queue(std::get<dq::queue_status>(q), task, gives_retry);
     }
     const bool relative = std::holds_alternative<dq::duration>(task.due);
     dq::submit_result result{};
@@ -207,12 +216,36 @@ net::awaitable<response> submit_batch(api_context& ctx, const request& req) {
     json::array results(items.size());
     std::vector<dq::task> tasks;
     std::vector<std::size_t> where; // tasks[k] is items[where[k]]
+    // Each queue the items name is read once; an item naming an unknown one fails alone.
+    std::vector<std::pair<std::string, std::variant<dq::queue_status, response>>> queues;
+    for (std::size_t i = 0; i < items.size(); ++i) {
+        if (items[i].error || items[i].task->queue.empty() ||
+            items[i].task->queue == dq::default_queue) {
+            continue;
+        }
+        auto& task = *items[i].task;
+        auto known = std::find_if(queues.begin(), queues.end(),
+                                  [&](const auto& q) { return q.first == task.queue; });
+        if (known == queues.end()) {
+            auto q = co_await named_queue(ctx, task.queue);
+            queues.emplace_back(task.queue, std::move(q));
+            known = queues.end() - 1;
+        }
+        if (const auto* refused = std::get_if<response>(&known->second)) {
+            results[i] = item_error(refused->result_int(), error_of(*refused), i);
+            items[i].task.reset();
+        } else {
+            apply_queue(std::get<dq::queue_status>(known->second), task, items[i].gives_retry);
+        }
+    }
     for (std::size_t i = 0; i < items.size(); ++i) {
         if (items[i].error) {
             const auto& e = *items[i].error;
             auto v = json::parse(
                 service::error_body("invalid_field", e.message(), e.field(), e.position()));
             results[i] = item_error(400, std::move(v.get_object().at("error").get_object()), i);
+        } else if (!items[i].task) {
+            // Refused above (its queue).
         } else {
             tasks.push_back(std::move(*items[i].task));
             where.push_back(i);

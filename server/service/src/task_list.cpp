@@ -23,9 +23,9 @@ namespace {
 
 namespace json = boost::json;
 
-constexpr std::array<std::string_view, 10> known = {
-    "state",        "order",     "due_after", "due_before", "ended_after",
-    "ended_before", "id_prefix", "host",      "limit",      "cursor"};
+constexpr std::array<std::string_view, 11> known = {
+    "state",     "order", "due_after", "due_before", "ended_after", "ended_before",
+    "id_prefix", "host",  "limit",     "cursor",     "queue"};
 
 constexpr std::string_view states_list =
     "one of delayed, prefetched, running, finished, dead, cancelled";
@@ -94,7 +94,7 @@ task_list_request parse_task_list(const std::vector<std::pair<std::string, std::
         if (std::find(known.begin(), known.end(), name) == known.end()) {
             throw invalid_field(name, "unknown parameter (known: state, order, due_after, "
                                       "due_before, ended_after, ended_before, id_prefix, host, "
-                                      "limit, cursor)");
+                                      "limit, cursor, queue)");
         }
         for (std::size_t j = 0; j < i; ++j) {
             if (params[j].first == name) {
@@ -166,6 +166,14 @@ task_list_request parse_task_list(const std::vector<std::pair<std::string, std::
         }
         q.id_prefix = *v;
     }
+    if (const auto* v = find("queue")) {
+        check_queue_name(*v, "queue");
+        if (q.state == dq::task_state::finished) {
+            throw invalid_field("queue", "not with state finished: the Redis store no longer "
+                                         "knows a finished task's queue");
+        }
+        q.queue = *v;
+    }
     if (const auto* v = find("host")) {
         r.host = host_param(*v);
     }
@@ -208,6 +216,7 @@ json::object task_entry_to_json(const dq::task_page::entry& e, const validation_
     }
     o["attempt"] = e.attempt;
     o["last_error"] = optional_text(e.last_error);
+    o["queue"] = e.queue.empty() ? json::value(nullptr) : json::value(e.queue);
     destination.clear();
     json::value cb = nullptr;
     if (!e.payload.empty()) {

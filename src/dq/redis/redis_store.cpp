@@ -138,6 +138,25 @@ void redis_store::probe(handler<void(boost::system::error_code, time_point)> h) 
     impl_->now(std::move(h));
 }
 
+void redis_store::do_create_queue(queue_spec spec,
+                                  handler<void(boost::system::error_code, create_queue_result)> h) {
+    impl_->create_queue(std::move(spec), std::move(h));
+}
+void redis_store::do_update_queue(queue_spec spec, handler<void(boost::system::error_code)> h) {
+    impl_->update_queue(std::move(spec), std::move(h));
+}
+void redis_store::do_get_queue(std::string id,
+                               handler<void(boost::system::error_code, queue_status)> h) {
+    impl_->get_queue(std::move(id), std::move(h));
+}
+void redis_store::do_list_queues(std::string id_prefix, std::string cursor, std::size_t count,
+                                 handler<void(boost::system::error_code, queue_page)> h) {
+    impl_->list_queues(std::move(id_prefix), std::move(cursor), count, std::move(h));
+}
+void redis_store::do_delete_queue(std::string id, handler<void(boost::system::error_code)> h) {
+    impl_->delete_queue(std::move(id), std::move(h));
+}
+
 void redis_store::do_list_tasks(
     task_query q, std::optional<task_position> from,
     handler<void(boost::system::error_code, task_page, std::optional<task_position>)> h) {

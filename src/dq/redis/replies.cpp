@@ -99,6 +99,7 @@ error_code script_error(redis::reply r) {
         {"DQ wrong_state", error::wrong_state},
         {"DQ due_out_of_range", error::due_out_of_range},
         {"DQ schedule_conflict", error::schedule_conflict},
+        {"DQ queue_conflict", error::queue_conflict},
     };
     for (const auto& [k, e] : known) {
         if (text.find(k) != std::string_view::npos) {
@@ -142,11 +143,18 @@ bool is_ok(redis::reply r) {
     return r.is_string() && r.as_string() == "ok";
 }
 
+std::string queue_name(std::string_view stored) {
+    if (stored.empty()) {
+        return default_queue;
+    }
+    return stored == "?" ? std::string() : std::string(stored);
+}
+
 task_status status_reply(redis::reply rep, const std::string& id) {
-    // Ten fields, then six a log entry; anything else is not status.lua's reply. The typed
+    // Eleven fields, then six a log entry; anything else is not status.lua's reply. The typed
     // reads below throw on an element of the wrong type.
     const std::size_t n = rep.size(); // throws unless an array
-    if (n < 10 || (n - 10) % 6 != 0) {
+    if (n < 11 || (n - 11) % 6 != 0) {
         throw std::runtime_error("dq::redis_store: a status reply of " + std::to_string(n) +
                                  " elements");
     }
@@ -177,7 +185,8 @@ task_status status_reply(redis::reply rep, const std::string& id) {
     out.retry.cap = backoff(items[7], "backoff cap");
     out.last_error = std::string(items[8].as_string());
     out.payload = std::string(items[9].as_string());
-    for (std::size_t i = 10; i + 6 <= n; i += 6) {
+    out.queue = queue_name(items[10].as_string());
+    for (std::size_t i = 11; i + 6 <= n; i += 6) {
         attempt_record r;
         r.attempt = attempts(items[i], "log attempt");
         r.worker = std::string(items[i + 1].as_string());

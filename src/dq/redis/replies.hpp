@@ -77,6 +77,10 @@ bool is_ok(redis::reply r);
 /// another type, an unknown state).
 task_status status_reply(redis::reply rep, const std::string& id);
 
+/// A task's queue as the scripts return it: '' the default queue ("default"), '?' a task
+/// whose record is gone (""), else its name.
+std::string queue_name(std::string_view stored);
+
 /// Appends the entries of shard `shard`'s list_dead.lua reply to `page`, up to `count` in
 /// all; `last` is the cursor of the last one appended. Throws on a malformed reply (not an
 /// array of 4 elements a task, an element of another type).

@@ -116,11 +116,14 @@ constexpr entry entries[] = {
     {"task_entries", lua::task_entries, kind::reads},
     {"count_tasks", lua::count_tasks, kind::reads},
     {"materialise", lua::materialise, kind::grows},
+    {"queues", lua::queues, kind::grows},
+    {"queues_read", lua::queues_read, kind::reads},
 };
 // clang-format on
 
 // The library's code: the prelude and the schedule helpers (made once, at load), then each
-// body as a function that starts with begin() (config, which is no shard function, without).
+// body as a function that starts with begin() (config and the queues' records, which are no
+// shard functions, without).
 // KEYS and ARGV are the callback's parameters, so that the bodies read them as a script does.
 std::string library_code() {
     std::string code;
@@ -131,7 +134,7 @@ std::string library_code() {
             .append("', flags = {");
         code.append(e.k == kind::frees ? "'allow-oom'" : e.k == kind::reads ? "'no-writes'" : "");
         code.append("}, callback = function(KEYS, ARGV)\n");
-        if (e.name != "config") {
+        if (e.name != "config" && !e.name.starts_with("queues")) {
             code.append("begin(KEYS, ARGV)\n");
         }
         code.append(e.body).append("\nend}\n");
@@ -184,6 +187,8 @@ const function& list_tasks() { static const function& f = named("list_tasks"); r
 const function& task_entries() { static const function& f = named("task_entries"); return f; }
 const function& count_tasks() { static const function& f = named("count_tasks"); return f; }
 const function& materialise() { static const function& f = named("materialise"); return f; }
+const function& queues() { static const function& f = named("queues"); return f; }
+const function& queues_read() { static const function& f = named("queues_read"); return f; }
 // clang-format on
 
 } // namespace timewheel::dq::detail::scripts

@@ -73,6 +73,10 @@ const function& task_entries();
 const function& count_tasks();
 /// (id revision forbid cursor next skipped payload max base cap k (task_id due)*k)...
 const function& materialise();
+/// KEYS {Q:queues} {Q:queues}:names; create|update|delete name [spec] (lua/queues.lua)
+const function& queues();
+/// KEYS as queues(); get name | list start prefix count (lua/queues_read.lua)
+const function& queues_read();
 
 } // namespace timewheel::dq::detail::scripts
 

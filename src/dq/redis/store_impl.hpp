@@ -91,6 +91,14 @@ public:
     void materialise(std::vector<materialisation> ms,
                      store::handler<void(error_code, std::vector<materialise_result>)> h);
 
+    // Named queues' settings (store_queues.cpp).
+    void create_queue(queue_spec spec, store::handler<void(error_code, create_queue_result)> h);
+    void update_queue(queue_spec spec, store::handler<void(error_code)> h);
+    void get_queue(std::string id, store::handler<void(error_code, queue_status)> h);
+    void list_queues(std::string id_prefix, std::string cursor, std::size_t count,
+                     store::handler<void(error_code, queue_page)> h);
+    void delete_queue(std::string id, store::handler<void(error_code)> h);
+
     // Monitoring and the clock (store_impl.cpp).
     void earliest_due(store::handler<void(error_code, time_point, std::optional<time_point>)> h);
 
@@ -149,6 +157,13 @@ private:
     }
 
     std::string token_base();
+    // lua/queues.lua or queues_read.lua with the queues' keys, and a WAIT after a write on a
+    // Cluster (as push_shard_script); `st` is read_only for a read.
+    void push_queue_script(exec_state& st, const scripts::function& s,
+                           const std::vector<std::string>& args);
+    // lua/queues.lua's `op` on spec.id (and spec); completes with its answer.
+    void queue_write(std::string op, const queue_spec& spec,
+                     store::handler<void(error_code, std::string)> h);
     void push_shard_script(exec_state& st, const scripts::function& s, std::size_t shard,
                            call_args& a);
     error_code time_only_reply(const redis::response& resp, claim_result& out);

@@ -48,7 +48,7 @@ void redis_store_impl::flush_submits() {
         const auto& m = g.members[c];
         for (std::size_t first = 0; first < m.size(); first += max_submits_per_call) {
             const std::size_t last = std::min(m.size(), first + max_submits_per_call);
-            call_args a(9 * (last - first));
+            call_args a(10 * (last - first));
             for (std::size_t k = first; k < last; ++k) {
                 const auto& t = (*batch)[m[k]].t;
                 const auto due = detail::encode_due(t.due);
@@ -65,6 +65,7 @@ void redis_store_impl::flush_submits() {
                 } else {
                     a.add(std::string_view());
                 }
+                a.add(t.queue);
             }
             push_shard_script(*st, scripts::submit(), g.shards[c], a);
             calls.emplace_back(c, first);

@@ -61,8 +61,8 @@ void redis_store_impl::list_tasks(
     store::handler<void(error_code, task_page, std::optional<task_position>)> h) {
     auto w = std::make_shared<list_walk>();
     w->start = bounds_of(q, from);
-    w->filtered =
-        !q.id_prefix.empty() || q.state == task_state::finished || q.state == task_state::cancelled;
+    w->filtered = !q.id_prefix.empty() || !q.queue.empty() || q.state == task_state::finished ||
+                  q.state == task_state::cancelled;
     w->q = std::move(q);
     w->shards.resize(opt_.shards);
     w->h.emplace(std::move(h));
@@ -112,6 +112,7 @@ void redis_store_impl::list_round(std::shared_ptr<list_walk> w) {
         a.add(std::string_view(q.id_prefix));
         a.add(static_cast<std::int64_t>(want));
         a.add(static_cast<std::int64_t>(scan));
+        a.add(std::string_view(q.queue));
         push_shard_script(*st, scripts::list_tasks(), s, a);
     }
     st->read_only = true;
@@ -215,12 +216,12 @@ void redis_store_impl::list_read(std::shared_ptr<list_walk> w) {
                     ec = script_error(rep);
                     break;
                 }
-                if (rep.size() != members.size() * 5) {
+                if (rep.size() != members.size() * 6) {
                     ec = error::store_error;
                     break;
                 }
                 for (std::size_t k = 0; k < members.size(); ++k) {
-                    if (rep[5 * k].as_integer() != 1) {
+                    if (rep[6 * k].as_integer() != 1) {
                         continue; // it moved since the first step: not on this page
                     }
                     const auto& pos = w->page[members[k]].first;
@@ -228,10 +229,11 @@ void redis_store_impl::list_read(std::shared_ptr<list_walk> w) {
                     e.id = pos.id;
                     e.state = w->q.state;
                     e.key = pos.key;
-                    e.due = replies::time_in(rep[5 * k + 1], "due time");
-                    e.attempt = replies::attempts(rep[5 * k + 2], "attempt");
-                    e.last_error = std::string(rep[5 * k + 3].as_string());
-                    e.payload = std::string(rep[5 * k + 4].as_string());
+                    e.due = replies::time_in(rep[6 * k + 1], "due time");
+                    e.attempt = replies::attempts(rep[6 * k + 2], "attempt");
+                    e.last_error = std::string(rep[6 * k + 3].as_string());
+                    e.payload = std::string(rep[6 * k + 4].as_string());
+                    e.queue = replies::queue_name(rep[6 * k + 5].as_string());
                     got[members[k]] = std::move(e);
                 }
             }

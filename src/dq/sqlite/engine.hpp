@@ -16,6 +16,7 @@
 //   producer_ops.cpp submit, cancel, reschedule, status, dead letters, probe
 //   worker_ops.cpp   claim, start, renew, acknowledge, release, expired leases
 //   query_ops.cpp    listing and counting tasks (list_tasks, count_tasks)
+//   queue_ops.cpp    named queues' settings: create, update, read, list, delete
 //   schedule_ops.cpp schedules: create, replace, read, list, delete, pause, trigger, and the
 //                    materialiser's due_schedules and materialise
 //
@@ -265,6 +266,13 @@ public:
     std::string trigger_schedule(const std::string& id, error_code& ec);
     due_schedules_result due_schedules(duration window, std::size_t batch);
     std::vector<materialise_result> materialise(const std::vector<materialisation>& ms);
+
+    // queue_ops.cpp
+    create_queue_result create_queue(const queue_spec& spec, error_code& ec);
+    void update_queue(const queue_spec& spec, error_code& ec);
+    queue_status get_queue(const std::string& id, error_code& ec);
+    queue_page list_queues(const std::string& prefix, const std::string& after, std::size_t count);
+    void delete_queue(const std::string& id, error_code& ec);
 
 private:
     // --- setup (schema.cpp) -------------------------------------------------------------

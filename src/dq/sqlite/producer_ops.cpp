@@ -51,15 +51,21 @@ submit_result sqlite_engine::submit(const task& t, char kind, std::int64_t value
         return submit_result::exists;
     }
     query q(stmt("INSERT INTO tasks(id, state, due, attempt, created, updated, max_attempts, "
-                 "base, cap, last_error, payload) VALUES (?1, 0, ?2, 0, ?3, ?3, ?4, ?5, ?6, "
-                 "x'', ?7)"));
+                 "base, cap, last_error, payload, queue) VALUES (?1, 0, ?2, 0, ?3, ?3, ?4, ?5, "
+                 "?6, x'', ?7, ?8)"));
     const auto first_due = capped(now);
     q.bind(1, t.id).bind(2, first_due).bind(3, now);
     q.bind(4, static_cast<std::int64_t>(t.retry.max_attempts))
         .bind(5, t.retry.base.count())
         .bind(6, t.retry.cap.count())
-        .bind(7, t.payload)
-        .run();
+        .bind(7, t.payload);
+    // The default queue is NULL (no name): see schema.cpp.
+    if (t.queue.empty()) {
+        q.bind_null(8);
+    } else {
+        q.bind(8, t.queue);
+    }
+    q.run();
     moved(-1, delayed);
     woke_.push_back(first_due);
     return submit_result::created;
@@ -100,7 +106,7 @@ void sqlite_engine::reschedule(const std::string& id, char kind, std::int64_t va
 task_status sqlite_engine::status(const std::string& id, error_code& ec) {
     task_status out;
     query q(stmt("SELECT state, due, attempt, created, updated, max_attempts, base, cap, "
-                 "last_error, payload, lease_attempt FROM tasks WHERE id = ?1"));
+                 "last_error, payload, lease_attempt, queue FROM tasks WHERE id = ?1"));
     q.bind(1, id);
     if (!q.step()) {
         ec = error::not_found;
@@ -118,6 +124,7 @@ task_status sqlite_engine::status(const std::string& id, error_code& ec) {
     out.retry.cap = duration(q.integer(7));
     out.last_error = q.text(8);
     out.payload = q.text(9);
+    out.queue = q.is_null(11) ? std::string(default_queue) : q.text(11);
     query l(stmt("SELECT attempt, worker, started, ended, outcome, error FROM log "
                  "WHERE id = ?1 ORDER BY seq"));
     l.bind(1, id);

@@ -66,11 +66,12 @@ const char* list_sql(task_state state, bool descending, bool by_id) {
                     t[static_cast<std::size_t>(s * 4 + d * 2 + b)] =
                         "SELECT id, state, " + key +
                         ", due, CASE WHEN state = 2 THEN lease_attempt ELSE attempt END, "
-                        "last_error, payload FROM tasks INDEXED BY " +
+                        "last_error, payload, queue FROM tasks INDEXED BY " +
                         index + " WHERE " + where + " AND (" + key + ", id)" + cmp +
                         "(?1, ?2) AND " + key + (d ? " >= ?3" : " < ?3") +
-                        " AND id >= ?4 AND id < ?5 ORDER BY " + key + dir + ", id" + dir +
-                        " LIMIT ?6";
+                        " AND id >= ?4 AND id < ?5 AND (length(?7) = 0 OR coalesce(queue, "
+                        "CAST('default' AS BLOB)) = ?7) ORDER BY " +
+                        key + dir + ", id" + dir + " LIMIT ?6";
                 }
             }
         }
@@ -112,6 +113,7 @@ task_page sqlite_engine::list_tasks(const task_query& q, const std::optional<tas
     query s(stmt(list_sql(q.state, q.descending, by_id)));
     s.bind(1, start_key).bind(2, start_id).bind(3, end_key);
     s.bind(4, q.id_prefix).bind(5, id_end).bind(6, static_cast<std::int64_t>(q.limit) + 1);
+    s.bind(7, q.queue);
     task_page page;
     while (s.step()) {
         if (page.entries.size() == q.limit) {
@@ -127,6 +129,7 @@ task_page sqlite_engine::list_tasks(const task_query& q, const std::optional<tas
         e.attempt = static_cast<std::uint32_t>(s.integer(4));
         e.last_error = s.text(5);
         e.payload = s.text(6);
+        e.queue = s.is_null(7) ? std::string(default_queue) : s.text(7);
         page.entries.push_back(std::move(e));
     }
     return page;

@@ -7,7 +7,7 @@
 // and the schema version, which refuses a file written by a newer library. The counts by
 // state that trimming and count_tasks read start here, from the file.
 //
-// Schema (version 2):
+// Schema (version 3):
 //   tasks  one row per task, its state a number (0 delayed, 1 prefetched, 2 running,
 //          3 finished, 4 dead, 5 cancelled); a claimed task's lease (token, expiry, attempt,
 //          start, worker) in nullable columns. Partial indexes make each question the store
@@ -25,6 +25,13 @@
 //          counters and revision. A partial index on `next` of those not paused is the
 //          materialiser's question. Added in version 1 (CREATE IF NOT EXISTS: an older file
 //          gains it when opened).
+//   queues one row per named queue (docs/design/queues-and-flow-control.md): its settings
+//          as detail::encode_queue_spec spells them, generation and times. Version 3 added
+//          it, and tasks.queue (NULL: the default queue, so that nothing changes for a task
+//          that names none) with a partial index on it: the question delete_queue asks (any
+//          task of this queue that can still run?) is an index range. An older file gains
+//          the column when opened (ALTER TABLE ADD COLUMN: its rows read as the default
+//          queue's, nothing rewritten).
 //   meta   schema_version.
 //
 
@@ -44,7 +51,7 @@ using namespace sqlite;
 
 namespace {
 
-constexpr std::int64_t schema_version = 2;
+constexpr std::int64_t schema_version = 3;
 
 const char* const schema_sql = R"sql(
 CREATE TABLE IF NOT EXISTS meta(key TEXT PRIMARY KEY NOT NULL, value INTEGER NOT NULL);
@@ -64,7 +71,8 @@ CREATE TABLE IF NOT EXISTS tasks(
   lease_until INTEGER,
   lease_attempt INTEGER,
   started INTEGER,
-  worker BLOB);
+  worker BLOB,
+  queue BLOB);
 DROP INDEX IF EXISTS tasks_delayed;
 CREATE INDEX IF NOT EXISTS tasks_due ON tasks(due, id) WHERE state = 0;
 CREATE INDEX IF NOT EXISTS tasks_leased ON tasks(lease_until) WHERE state IN (1, 2);
@@ -98,7 +106,17 @@ CREATE TABLE IF NOT EXISTS schedules(
   skipped_overlap INTEGER NOT NULL,
   revision INTEGER NOT NULL);
 CREATE INDEX IF NOT EXISTS schedules_due ON schedules(next) WHERE paused = 0;
+CREATE TABLE IF NOT EXISTS queues(
+  name BLOB PRIMARY KEY NOT NULL,
+  spec BLOB NOT NULL,
+  generation INTEGER NOT NULL,
+  created INTEGER NOT NULL,
+  updated INTEGER NOT NULL);
 )sql";
+
+// After schema_sql, when tasks has its queue column (an older file gains it first).
+const char* const queue_index_sql =
+    "CREATE INDEX IF NOT EXISTS tasks_queue ON tasks(queue, state) WHERE queue IS NOT NULL";
 
 } // namespace
 
@@ -148,6 +166,19 @@ void sqlite_engine::open() {
         synced_ = opt_.fsync;
         exec("BEGIN IMMEDIATE");
         exec(schema_sql);
+        {
+            // Version 3's column, on a file of an older version (a new file has it).
+            bool has_queue = false;
+            statement s(db_.get(), "SELECT name FROM pragma_table_info('tasks')");
+            query q(s);
+            while (q.step()) {
+                has_queue = has_queue || q.text(0) == "queue";
+            }
+            if (!has_queue) {
+                exec("ALTER TABLE tasks ADD COLUMN queue BLOB");
+            }
+        }
+        exec(queue_index_sql);
         std::optional<std::int64_t> version;
         {
             statement s(db_.get(), "SELECT value FROM meta WHERE key = 'schema_version'");
@@ -157,9 +188,9 @@ void sqlite_engine::open() {
             }
         }
         if (!version) {
-            exec("INSERT INTO meta(key, value) VALUES ('schema_version', 2)");
+            exec("INSERT INTO meta(key, value) VALUES ('schema_version', 3)");
         } else if (*version < schema_version) {
-            exec("UPDATE meta SET value = 2 WHERE key = 'schema_version'");
+            exec("UPDATE meta SET value = 3 WHERE key = 'schema_version'");
         } else if (*version > schema_version) {
             exec("ROLLBACK");
             std::string what = "schema version ";

@@ -436,6 +436,44 @@ void sqlite_store::do_delete_schedule(std::string id, handler<void(boost::system
               });
 }
 
+void sqlite_store::do_create_queue(
+    queue_spec spec, handler<void(boost::system::error_code, create_queue_result)> h) {
+    enqueue<create_queue_result>(
+        engine_.get(), ex_, std::move(h),
+        [spec = std::move(spec)](detail::sqlite_engine& e, error_code& ec, create_queue_result& r) {
+            r = e.create_queue(spec, ec);
+        });
+}
+
+void sqlite_store::do_update_queue(queue_spec spec, handler<void(boost::system::error_code)> h) {
+    enqueue<>(engine_.get(), ex_, std::move(h),
+              [spec = std::move(spec)](detail::sqlite_engine& e, error_code& ec) {
+                  e.update_queue(spec, ec);
+              });
+}
+
+void sqlite_store::do_get_queue(std::string id,
+                                handler<void(boost::system::error_code, queue_status)> h) {
+    enqueue<queue_status>(engine_.get(), ex_, std::move(h),
+                          [id = std::move(id)](detail::sqlite_engine& e, error_code& ec,
+                                               queue_status& r) { r = e.get_queue(id, ec); });
+}
+
+void sqlite_store::do_list_queues(std::string id_prefix, std::string cursor, std::size_t count,
+                                  handler<void(boost::system::error_code, queue_page)> h) {
+    enqueue<queue_page>(engine_.get(), ex_, std::move(h),
+                        [id_prefix = std::move(id_prefix), cursor = std::move(cursor),
+                         count](detail::sqlite_engine& e, error_code&, queue_page& r) {
+                            r = e.list_queues(id_prefix, cursor, count);
+                        });
+}
+
+void sqlite_store::do_delete_queue(std::string id, handler<void(boost::system::error_code)> h) {
+    enqueue<>(
+        engine_.get(), ex_, std::move(h),
+        [id = std::move(id)](detail::sqlite_engine& e, error_code& ec) { e.delete_queue(id, ec); });
+}
+
 void sqlite_store::do_pause_schedule(std::string id, bool paused,
                                      handler<void(boost::system::error_code)> h) {
     enqueue<>(engine_.get(), ex_, std::move(h),

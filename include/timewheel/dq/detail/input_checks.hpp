@@ -35,6 +35,10 @@ inline constexpr std::size_t max_dead_page = 10000;
 inline constexpr std::size_t max_schedule_page = 1000;
 /// The most tasks in one page of store::list_tasks.
 inline constexpr std::size_t max_task_page = 1000;
+/// The most queues a page of store::list_queues holds.
+inline constexpr std::size_t max_queue_page = 1000;
+/// The longest part of a queue's name (the namespace, and the name after it).
+inline constexpr std::size_t max_queue_part = 64;
 /// The longest lease token (the stores make 32 hex digits).
 inline constexpr std::size_t max_token_bytes = 64;
 /// The longest worker name a claim may carry (it goes to the execution log).
@@ -116,6 +120,17 @@ encoded_spec encode_spec(const schedule_spec& spec);
 
 /// The spec of `e` with `id` and `paused`; false when `e` is not encode_spec's output.
 bool decode_spec(std::string_view rule, std::string_view rest, schedule_spec& out);
+
+/// invalid_queue unless `name` is 1 to 64 bytes of [a-z0-9_-], optionally after one
+/// namespace of the same alphabet and a slash ("default" passes: callers tell it apart).
+boost::system::error_code check_queue_name(std::string_view name);
+
+/// A queue spec's settings as both stores keep them (the name apart): "" for none, or
+/// "r<attempts>,<base ms>,<cap ms>". Stores compare these bytes for an idempotent create.
+std::string encode_queue_spec(const queue_spec& spec);
+/// The settings of `e` into `out` (its id untouched); false when `e` is not
+/// encode_queue_spec's output.
+bool decode_queue_spec(std::string_view e, queue_spec& out);
 
 /// A generated task id: 12 characters of [0-9A-Za-z] (71 random bits), from a generator of
 /// the calling thread seeded by std::random_device.

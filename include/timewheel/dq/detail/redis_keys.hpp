@@ -85,6 +85,18 @@ inline std::string config_key(std::string_view queue) {
 
 /// The wake-up channel "Q:wake" (ARGV[4], CHAN in the scripts): a script publishes
 /// "<due ms> {Q:s}:" when it makes `due` the shard's earliest delayed time.
+/// The named queues' settings records: a hash (field = the queue's name) and the ZSET of
+/// their names, in one slot of their own (src/dq/redis/lua/queues.lua).
+inline std::string queues_key(std::string_view queue) {
+    std::string k;
+    k.reserve(queue.size() + 9);
+    k.append("{").append(queue).append(":queues}");
+    return k;
+}
+inline std::string queue_names_key(std::string_view queue) {
+    return queues_key(queue).append(":names");
+}
+
 inline std::string wake_channel(std::string_view queue) {
     std::string c;
     c.reserve(queue.size() + 5);

@@ -5,7 +5,9 @@
 -- ARGV[4..11]: state (0..5), descending ('1' or '0'), start key ms, start id (the start
 --   position, exclusive; an empty id is before every id of its key), end key ms (ascending:
 --   keys < end; descending: keys >= end), id prefix ('' for any), limit, scan (the most
---   entries to read past the start).
+--   entries to read past the start), queue ('' any, else only tasks of that queue,
+--   'default' for those without one: each scanned task's record is read; not for finished
+--   tasks, whose records are gone).
 -- Returns {bounded, key, id, then key, id per entry}: up to `limit` entries whose id starts
 --   with the prefix; bounded = 1 when `scan` entries were read first (the shard may hold more
 --   past the position key, id: the store goes on from there), else 0 (key, id: 0, '').
@@ -22,6 +24,15 @@
 local STATE, DESC = tonumber(ARGV[4]), ARGV[5] == '1'
 local SK, SI, EK = tonumber(ARGV[6]), ARGV[7], tonumber(ARGV[8])
 local PREFIX, LIMIT, SCAN = ARGV[9], tonumber(ARGV[10]), tonumber(ARGV[11])
+local QUEUE = ARGV[12] or ''
+-- Whether the task's queue is QUEUE (a task whose record is gone is not of any).
+local function in_queue(id)
+  local r = read_rec(bkey(id), id)
+  if not r then return false end
+  local q = r.q
+  if q == '' then q = 'default' end
+  return q == QUEUE
+end
 
 -- Byte order, as Redis orders the members of one score (Lua's < follows the locale).
 local function lt(a, b)
@@ -191,7 +202,8 @@ while found < LIMIT do
   end
   if (DESC and k < EK) or (not DESC and k >= EK) then break end
   scanned = scanned + 1
-  if (not kinds or kind == STATE) and (np == 0 or string.sub(id, 1, np) == PREFIX) then
+  if (not kinds or kind == STATE) and (np == 0 or string.sub(id, 1, np) == PREFIX) and
+     (QUEUE == '' or in_queue(id)) then
     out[#out + 1] = k
     out[#out + 1] = id
     found = found + 1

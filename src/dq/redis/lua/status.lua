@@ -2,7 +2,8 @@
 -- KEYS, ARGV[1..3]: the shard's keys and the common header (prelude/header.lua).
 -- ARGV[4]: id.
 -- Returns {state, attempt, due, created, updated, max_attempts, base, cap, error, payload,
---   then per log entry: attempt, worker, started, ended, outcome, error};
+--   queue ('' for the default queue, '?' for a finished task, whose record is gone), then
+--   per log entry: attempt, worker, started, ended, outcome, error};
 --   error 'DQ not_found'.
 
 local id = ARGV[4]
@@ -12,7 +13,8 @@ local out, v
 if not r then
   local done = redis.call('HGET', KDONE, id)
   if not done then return redis.error_reply('DQ not_found') end
-  out = {'finished', 0, 0, 0, struct.unpack('>I6', done), DEF_MAX, DEF_BASE, DEF_CAP, '', ''}
+  out = {'finished', 0, 0, 0, struct.unpack('>I6', done), DEF_MAX, DEF_BASE, DEF_CAP, '', '',
+         '?'}
   v = string.sub(done, 8)
 else
   local state, att, due = 'delayed', r.att, 0
@@ -30,7 +32,7 @@ else
       due = r.due
     end
   end
-  out = {state, att, due, r.created, r.updated, r.max, r.base, r.cap, r.err, r.payload}
+  out = {state, att, due, r.created, r.updated, r.max, r.base, r.cap, r.err, r.payload, r.q}
   v = redis.call('HGET', KLOG, id)
 end
 local NAMES = {s = 'success', f = 'failure', r = 'retry', l = 'lease_expired'}

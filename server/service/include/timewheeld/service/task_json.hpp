@@ -81,13 +81,38 @@ struct result_report {
 /// exists does) becomes dq::task::replace and max_delay: "keep" (the default: nothing),
 /// "replace" (replace), "debounce" (replace, capped at "max_delay_ms" from the first
 /// submit: required with it, refused without it). @throws invalid_field
-dq::task parse_submit(std::string_view body, const validation_limits& limits);
+/// Its optional "queue" (a queue's name, checked: "queue") becomes dq::task::queue; whether
+/// it gave "retry" goes to `*gives_retry` (the route applies the queue's policy otherwise).
+dq::task parse_submit(std::string_view body, const validation_limits& limits,
+                      bool* gives_retry = nullptr);
 
 /// parse_submit() of one JSON value (a body, or an item of a batch): the fields it names are
 /// relative to that value, and `whole` names the value itself (when it is no object).
 /// @throws invalid_field
 dq::task parse_submit_value(const boost::json::value& v, const validation_limits& limits,
-                            std::string_view whole = "body");
+                            std::string_view whole = "body", bool* gives_retry = nullptr);
+
+/// A queue's name (dq::detail::check_queue_name). @throws invalid_field naming `field`
+void check_queue_name(std::string_view name, const std::string& field);
+
+/// Parses the body of POST /v1/queues: {"id", "retry"}. The settings of the design not built
+/// yet (rate_per_s, concurrency, flow, signing_secrets, paused) are refused by name.
+/// @throws invalid_field
+dq::queue_spec parse_queue(std::string_view body, const validation_limits& limits);
+
+/// Parses the body of PATCH /v1/queues/{id} over `spec`: "retry" (null: none). @throws
+/// invalid_field
+dq::queue_spec parse_queue_patch(std::string_view body, dq::queue_spec spec,
+                                 const validation_limits& limits);
+
+/// A queue as the API shows it; a page of them.
+boost::json::object queue_to_json(const dq::queue_status& q);
+boost::json::object queue_page_to_json(const dq::queue_page& p);
+
+/// Parses a task's "retry" object into `retry` (defaults kept for what is not given).
+/// @throws invalid_field ("retry.*")
+void parse_retry(const boost::json::value& r, const validation_limits& limits,
+                 dq::retry_policy& retry);
 
 /// The most tasks in one POST /v1/tasks:batch.
 inline constexpr std::size_t max_batch_tasks = 1000;
@@ -102,6 +127,7 @@ public:
 struct batch_item {
     std::optional<dq::task> task;
     std::optional<invalid_field> error;
+    bool gives_retry = false; ///< the item gave "retry" (else its queue's policy applies)
 };
 
 /// Parses the body of POST /v1/tasks:batch: {"tasks": [...]}, 1 to max_batch_tasks items,

@@ -4,10 +4,11 @@
 -- A record (the task's request and its slow-changing state) is one string:
 --   byte 1   flags: bits 0-2 state (0 pending, 4 dead, 5 cancelled), bit 3 a retry policy
 --            other than the default follows, bit 4 an attempt count follows, bit 5 an error,
---            bit 6 an update time
+--            bit 6 an update time, bit 7 a queue's name (none: the default queue, so that a
+--            default task's record does not grow; records written before queues read so)
 --   byte 2   the number of 64-byte chunks it is stored in (1 when stored whole)
 --   I6 created, I6 due, [I6 updated], [I4 max_attempts, I6 base, I6 cap], [I4 attempt],
---   [I2 length, error], payload
+--   [I2 length, error], [I1 length, queue], payload
 -- It is kept in chunks of at most 64 bytes (Redis's hash-max-listpack-value), fields `id` and
 -- `id NUL <k-1>`, so that the bucket hash stays a listpack; a record over 8 chunks is stored
 -- whole. A claimed task's fast-changing state (token, due, prefetched/running, attempt,
@@ -44,7 +45,7 @@ local function decode(s)
   local f = string.byte(s, 1)
   local created, due, pos = struct.unpack('>I6I6', s, 3)
   local updated = created
-  if f >= 64 then updated, pos = struct.unpack('>I6', s, pos) end
+  if f % 128 >= 64 then updated, pos = struct.unpack('>I6', s, pos) end
   local mx, bs, cp = DEF_MAX, DEF_BASE, DEF_CAP
   if f % 16 >= 8 then mx, bs, cp, pos = struct.unpack('>I4I6I6', s, pos) end
   local att = 0
@@ -56,8 +57,14 @@ local function decode(s)
     err = string.sub(s, pos, pos + n - 1)
     pos = pos + n
   end
+  local q = ''
+  if f >= 128 then
+    local n = string.byte(s, pos)
+    q = string.sub(s, pos + 1, pos + n)
+    pos = pos + 1 + n
+  end
   return {st = f % 8, created = created, due = due, updated = updated, max = mx, base = bs,
-          cap = cp, att = att, err = err, payload = string.sub(s, pos)}
+          cap = cp, att = att, err = err, q = q, payload = string.sub(s, pos)}
 end
 
 local function encode(r)
@@ -78,6 +85,10 @@ local function encode(r)
   if #r.err > 0 then
     f = f + 32
     parts[#parts + 1] = struct.pack('>I2', #r.err) .. r.err
+  end
+  if r.q and #r.q > 0 then
+    f = f + 128
+    parts[#parts + 1] = string.char(#r.q) .. r.q
   end
   parts[#parts + 1] = r.payload
   local body = table.concat(parts)
@@ -111,12 +122,13 @@ end
 local function claim_fields(s)
   local f = string.byte(s, 1)
   local pos = 15
-  if f >= 64 then pos = 21 end
+  if f % 128 >= 64 then pos = 21 end
   local mx, bs, cp = DEF_MAX, DEF_BASE, DEF_CAP
   if f % 16 >= 8 then mx, bs, cp, pos = struct.unpack('>I4I6I6', s, pos) end
   local att = 0
   if f % 32 >= 16 then att, pos = struct.unpack('>I4', s, pos) end
   if f % 64 >= 32 then pos = pos + 2 + struct.unpack('>I2', s, pos) end
+  if f >= 128 then pos = pos + 1 + string.byte(s, pos) end
   return att, mx, bs, cp, string.sub(s, pos)
 end
 
