@@ -38,6 +38,11 @@ CALLS: Dict[str, Callable[[Client], Any]] = {
     "resumeSchedule": lambda c: c.resume_schedule("x"),
     "triggerSchedule": lambda c: c.trigger_schedule("x"),
     "getStats": lambda c: c.stats(),
+    "createQueue": lambda c: c.create_queue({}),
+    "listQueues": lambda c: c.list_queues(),
+    "getQueue": lambda c: c.get_queue("x"),
+    "changeQueue": lambda c: c.change_queue("x", {}),
+    "deleteQueue": lambda c: c.delete_queue("x"),
 }
 
 

@@ -271,6 +271,30 @@ class TheClientAgainstTimewheeld(unittest.TestCase):
         with self.assertRaises(NotFoundError):
             client.get_schedule("sched-1")
 
+    def test_a_queue_is_created_read_listed_changed_used_and_deleted(self):
+        spec = {"id": "acme/billing", "retry": {"attempts": 3, "base_ms": 1000, "cap_ms": 60000}}
+        self.assertEqual(client.create_queue(spec)["generation"], 1)
+        self.assertEqual(client.create_queue(spec)["generation"], 1)  # the same settings: 200
+        with self.assertRaises(ConflictError) as caught:
+            client.create_queue({"id": "acme/billing", "retry": {"attempts": 4}})
+        self.assertEqual(caught.exception.code, "queue_conflict")
+        self.assertEqual(client.get_queue("acme/billing")["retry"]["attempts"], 3)
+        self.assertEqual([q["id"] for q in client.iter_queues(id_prefix="acme/", limit=1)], ["acme/billing"])
+        self.assertEqual(client.change_queue("acme/billing", {"retry": {"attempts": 5}})["generation"], 2)
+        task = client.submit({"url": f"{hooks.base}/ok"}, id="queued-1", queue="acme/billing", **later())
+        self.assertEqual((task["queue"], task["retry"]["attempts"]), ("acme/billing", 5))
+        self.assertEqual([t["id"] for t in client.iter_tasks("delayed", queue="acme/billing")], ["queued-1"])
+        with self.assertRaises(BadRequestError) as bad:
+            client.submit({"url": f"{hooks.base}/ok"}, queue="nope", **later())
+        self.assertEqual((bad.exception.code, bad.exception.field), ("unknown_queue", "queue"))
+        with self.assertRaises(ConflictError) as held:
+            client.delete_queue("acme/billing")
+        self.assertEqual(held.exception.code, "queue_not_empty")
+        client.cancel("queued-1")
+        client.delete_queue("acme/billing")
+        with self.assertRaises(NotFoundError):
+            client.get_queue("acme/billing")
+
     def test_a_wrong_token_raises_auth_error(self):
         with self.assertRaises(AuthError) as caught:
             Client(service.base, "wrong", timeout=5).stats()

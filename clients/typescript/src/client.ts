@@ -9,8 +9,8 @@
 import { ApiError, ResponseError, TimewheelError, TransportError } from './errors';
 import type {
   BatchResult, Cancelled, DeadEntry, DeadPage, Deleted, DueTime, ErrorBody, NextQuery, Occurrences,
-  Page, PageQuery, PreviewRequest, ResultAnswer, ResultReport, Schedule, ScheduleCreate,
-  SchedulePage, SchedulePatch, Stats, Task, TaskEntry, TaskListQuery, TaskPage, TaskSubmit,
+  Page, PageQuery, PreviewRequest, Queue, QueueCreate, QueueListQuery, QueuePage, QueuePatch,
+  ResultAnswer, ResultReport, Schedule, ScheduleCreate, SchedulePage, SchedulePatch, Stats, Task, TaskEntry, TaskListQuery, TaskPage, TaskSubmit,
 } from './types';
 
 export interface ClientOptions {
@@ -204,6 +204,45 @@ export class TimewheelClient {
     return expectOccurrences(status, body);
   }
 
+  /** `POST /v1/queues` (scope `admin`): 201 created, 200 when the same settings exist under
+   *  the name; other settings under it are a 409 `queue_conflict` (change them with
+   *  updateQueue). */
+  async createQueue(spec: QueueCreate): Promise<{ status: 200 | 201; queue: Queue }> {
+    const { status, body } = await this.call('POST', '/v1/queues', { body: spec, expect: [200, 201] });
+    return { status: status as 200 | 201, queue: expectQueue(status, body) };
+  }
+
+  /** `GET /v1/queues/{id}` (`default` included). */
+  async getQueue(id: string): Promise<Queue> {
+    const { status, body } = await this.call('GET', queuePath(id));
+    return expectQueue(status, body);
+  }
+
+  /** `GET /v1/queues`: one page, in byte order of the names. */
+  async listQueues(query: QueueListQuery = {}): Promise<QueuePage> {
+    const { status, body } = await this.call('GET', '/v1/queues', { query: { ...query } });
+    return expectPage<Queue>(status, body);
+  }
+
+  /** Every queue, page after page. */
+  listAllQueues(query: QueueListQuery = {}): AsyncGenerator<Queue> {
+    return entriesOf((cursor) => this.listQueues({ ...query, cursor }), query.cursor);
+  }
+
+  /** `PATCH /v1/queues/{id}` (scope `admin`): the fields given replace theirs; the tasks
+   *  already submitted keep their policy. */
+  async updateQueue(id: string, patch: QueuePatch): Promise<Queue> {
+    const { status, body } = await this.call('PATCH', queuePath(id), { body: patch });
+    return expectQueue(status, body);
+  }
+
+  /** `DELETE /v1/queues/{id}` (scope `admin`): a 409 `queue_not_empty` while it holds
+   *  delayed, claimed or dead tasks. */
+  async deleteQueue(id: string): Promise<Deleted> {
+    const { status, body } = await this.call('DELETE', queuePath(id));
+    return expectObject(status, body, ['id', 'deleted'], 'the deleted queue') as unknown as Deleted;
+  }
+
   /** `GET /v1/stats`. */
   async stats(): Promise<Stats> {
     const { status, body } = await this.call('GET', '/v1/stats');
@@ -296,6 +335,11 @@ function schedulePath(id: string): string {
   return `/v1/schedules/${encodeURIComponent(id)}`;
 }
 
+/** A queue's name is one segment: the slash of `acme/billing` is encoded (`acme%2Fbilling`). */
+function queuePath(id: string): string {
+  return `/v1/queues/${encodeURIComponent(id)}`;
+}
+
 async function* entriesOf<E>(page: (cursor: string | undefined) => Promise<Page<E>>, first: string | undefined): AsyncGenerator<E> {
   let cursor = first;
   do {
@@ -338,6 +382,10 @@ function expectTask(status: number, value: unknown): Task {
 
 function expectSchedule(status: number, value: unknown): Schedule {
   return expectObject(status, value, ['id', 'time_zone', 'next_occurrence', 'counts'], 'the schedule') as unknown as Schedule;
+}
+
+function expectQueue(status: number, value: unknown): Queue {
+  return expectObject(status, value, ['id', 'generation', 'retry'], 'the queue') as unknown as Queue;
 }
 
 function expectOccurrences(status: number, value: unknown): Occurrences {

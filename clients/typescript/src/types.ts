@@ -57,6 +57,8 @@ export interface TaskSubmit {
   on_conflict?: 'keep' | 'replace' | 'debounce';
   /** Required with `on_conflict: 'debounce'`, refused without it. */
   max_delay_ms?: number;
+  /** The queue (`default` when absent); it must exist: 400 `unknown_queue` otherwise. */
+  queue?: QueueName;
 }
 
 export interface LogEntry {
@@ -91,6 +93,8 @@ export interface Task {
   log: LogEntry[];
   /** On a submit answered 200: whether this submit replaced the task. */
   replaced?: boolean;
+  /** Its queue; null when the store no longer knows it (Redis: a finished task). */
+  queue?: string | null;
 }
 
 export interface TaskEntry {
@@ -101,6 +105,8 @@ export interface TaskEntry {
   attempt: number;
   last_error: string | null;
   callback: { method: string; url: string } | null;
+  /** Its queue; null when the store no longer knows it (Redis: a finished task). */
+  queue?: string | null;
 }
 
 export interface Page<E> {
@@ -184,6 +190,8 @@ export interface TaskListQuery {
   ended_before?: Time;
   id_prefix?: string;
   host?: string;
+  /** Only the tasks of this queue (`default` for those that name none); not with `finished`. */
+  queue?: QueueName;
   limit?: number;
   cursor?: string;
 }
@@ -291,6 +299,37 @@ export interface Schedule {
 
 export type SchedulePage = Page<Schedule>;
 
+/** 1 to 64 bytes of `[a-z0-9_-]`, optionally after one namespace and a slash (`acme/billing`). */
+export type QueueName = string;
+
+/** `POST /v1/queues`: only `retry` is a setting today; the design's others are refused (400). */
+export interface QueueCreate {
+  id: QueueName;
+  /** The policy of the queue's tasks that give none; null: the service's default. */
+  retry?: Retry | null;
+}
+
+/** `PATCH /v1/queues/{id}`: the fields given replace theirs. */
+export interface QueuePatch {
+  retry?: Retry | null;
+}
+
+export interface Queue {
+  id: string;
+  /** 1 when created, one more on each change; 0 for the implicit `default` queue. */
+  generation: number;
+  retry: RetryShown | null;
+  created_at: Time | null;
+  updated_at: Time | null;
+}
+
+export type QueuePage = Page<Queue>;
+
+/** The parameters of `GET /v1/queues`. */
+export interface QueueListQuery extends PageQuery {
+  id_prefix?: string;
+}
+
 /** `POST /v1/schedules:preview`: the occurrences of a rule not saved. */
 export interface PreviewRequest {
   cron?: string;
@@ -328,12 +367,12 @@ export const schemaKeys = {
   RetryShown: { attempts: true, base_ms: true, cap_ms: true } satisfies Keys<RetryShown>,
   TaskSubmit: {
     id: true, due_at: true, delay_ms: true, callback: true, retry: true, on_conflict: true,
-    max_delay_ms: true,
+    max_delay_ms: true, queue: true,
   } satisfies Keys<TaskSubmit>,
   Task: {
     id: true, state: true, attempts: true, due_at: true, created_at: true, updated_at: true,
     retry: true, last_error: true, callback: true, payload: true, notice: true, log: true,
-    replaced: true,
+    replaced: true, queue: true,
   } satisfies Keys<Task>,
   'Task.log': {
     attempt: true, worker: true, started_at: true, ended_at: true, outcome: true, error: true,
@@ -341,7 +380,7 @@ export const schemaKeys = {
   'Task.notice': { task_id: true, on_success: true, on_failure: true } satisfies Keys<NoticeOf>,
   TaskEntry: {
     id: true, state: true, due_at: true, ended_at: true, attempt: true, last_error: true,
-    callback: true,
+    callback: true, queue: true,
   } satisfies Keys<TaskEntry>,
   TaskPage: { entries: true, next_cursor: true } satisfies Keys<TaskPage>,
   DeadPage: { entries: true, next_cursor: true } satisfies Keys<DeadPage>,
@@ -393,15 +432,22 @@ export const schemaKeys = {
   } satisfies Keys<PreviewRequest>,
   Occurrences: { time_zone: true, occurrences: true } satisfies Keys<Occurrences>,
   'Occurrences.occurrences': { at: true, local: true } satisfies Keys<Occurrence>,
+  QueueCreate: { id: true, retry: true } satisfies Keys<QueueCreate>,
+  QueuePatch: { retry: true } satisfies Keys<QueuePatch>,
+  Queue: {
+    id: true, generation: true, retry: true, created_at: true, updated_at: true,
+  } satisfies Keys<Queue>,
+  QueuePage: { entries: true, next_cursor: true } satisfies Keys<QueuePage>,
 } as const;
 
 /** The query parameters of the lists, compared with the document's the same way. */
 export const parameterKeys = {
   'GET /v1/tasks': {
     state: true, order: true, due_after: true, due_before: true, ended_after: true,
-    ended_before: true, id_prefix: true, host: true, limit: true, cursor: true,
+    ended_before: true, id_prefix: true, host: true, queue: true, limit: true, cursor: true,
   } satisfies Keys<TaskListQuery>,
   'GET /v1/dead': { limit: true, cursor: true } satisfies Keys<PageQuery>,
   'GET /v1/schedules': { limit: true, cursor: true } satisfies Keys<PageQuery>,
+  'GET /v1/queues': { limit: true, cursor: true, id_prefix: true } satisfies Keys<QueueListQuery>,
   'GET /v1/schedules/{id}/next': { count: true, after: true } satisfies Keys<NextQuery>,
 } as const;

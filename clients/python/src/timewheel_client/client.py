@@ -123,26 +123,28 @@ class Client:
     def submit(self, callback: Mapping[str, Any], *, id: Optional[str] = None,
                due_at: Optional[Time] = None, delay_ms: Optional[int] = None,
                retry: Optional[Mapping[str, int]] = None, on_conflict: Optional[str] = None,
-               max_delay_ms: Optional[int] = None) -> JsonObject:
+               max_delay_ms: Optional[int] = None, queue: Optional[str] = None) -> JsonObject:
         """``POST /v1/tasks``: the task (201 created; 200 when the id exists, with
         ``"replaced"``). ``callback`` is the API's object: ``url``, and optionally ``method``,
         ``headers``, ``secret_headers``, ``body`` (a string), ``timeout_ms``, and the
         completion notices ``on_success`` / ``on_failure`` (``{"url", "headers"}``).
-        ``on_conflict`` is ``keep``, ``replace`` or ``debounce`` (with ``max_delay_ms``)."""
+        ``on_conflict`` is ``keep``, ``replace`` or ``debounce`` (with ``max_delay_ms``).
+        ``queue`` names an existing queue (``default`` when absent; 400 ``unknown_queue``
+        otherwise)."""
         return self._object("POST", "/v1/tasks", self.task_spec(
             callback, id=id, due_at=due_at, delay_ms=delay_ms, retry=retry,
-            on_conflict=on_conflict, max_delay_ms=max_delay_ms))
+            on_conflict=on_conflict, max_delay_ms=max_delay_ms, queue=queue))
 
     @staticmethod
     def task_spec(callback: Mapping[str, Any], *, id: Optional[str] = None,
                   due_at: Optional[Time] = None, delay_ms: Optional[int] = None,
                   retry: Optional[Mapping[str, int]] = None, on_conflict: Optional[str] = None,
-                  max_delay_ms: Optional[int] = None) -> JsonObject:
+                  max_delay_ms: Optional[int] = None, queue: Optional[str] = None) -> JsonObject:
         """The body of one submit, as :meth:`submit` sends it and :meth:`submit_batch` takes
         it (the same arguments)."""
         spec: JsonObject = {"callback": dict(callback), **_due(due_at, delay_ms, required=True)}
         for name, value in (("id", id), ("retry", retry), ("on_conflict", on_conflict),
-                            ("max_delay_ms", max_delay_ms)):
+                            ("max_delay_ms", max_delay_ms), ("queue", queue)):
             if value is not None:
                 spec[name] = dict(value) if isinstance(value, Mapping) else value
         return spec
@@ -202,12 +204,13 @@ class Client:
                    due_after: Optional[Time] = None, due_before: Optional[Time] = None,
                    ended_after: Optional[Time] = None, ended_before: Optional[Time] = None,
                    id_prefix: Optional[str] = None, host: Optional[str] = None,
-                   limit: Optional[int] = None, cursor: Optional[str] = None) -> Page:
+                   queue: Optional[str] = None, limit: Optional[int] = None,
+                   cursor: Optional[str] = None) -> Page:
         """``GET /v1/tasks``: one page of the tasks of ``state``. A page may be short, even
         empty, with a ``next_cursor`` (``host`` filters): :meth:`iter_tasks` walks them all."""
         query = {"state": state, "order": order, "due_after": due_after, "due_before": due_before,
                  "ended_after": ended_after, "ended_before": ended_before, "id_prefix": id_prefix,
-                 "host": host, "limit": limit, "cursor": cursor}
+                 "host": host, "queue": queue, "limit": limit, "cursor": cursor}
         return self._page("/v1/tasks", query)
 
     def iter_tasks(self, state: str, **filters: Any) -> Iterator[JsonObject]:
@@ -282,6 +285,38 @@ class Client:
     def preview_schedule(self, rule: Mapping[str, Any]) -> JsonObject:
         """``POST /v1/schedules:preview``: the next occurrences of an unsaved rule."""
         return self._object("POST", "/v1/schedules:preview", dict(rule))
+
+    # ---- queues ------------------------------------------------------------------------
+
+    def create_queue(self, spec: Mapping[str, Any]) -> JsonObject:
+        """``POST /v1/queues`` (scope ``admin``): ``spec`` is the API's object (``id``, and
+        ``retry``); the same settings again answer the queue, others raise a 409
+        ``queue_conflict``."""
+        return self._object("POST", "/v1/queues", dict(spec))
+
+    def get_queue(self, queue_id: str) -> JsonObject:
+        """``GET /v1/queues/{id}`` (the slash of ``acme/billing`` is encoded)."""
+        return self._object("GET", f"/v1/queues/{_id(queue_id)}")
+
+    def change_queue(self, queue_id: str, changes: Mapping[str, Any]) -> JsonObject:
+        """``PATCH /v1/queues/{id}`` (scope ``admin``): the fields to change."""
+        return self._object("PATCH", f"/v1/queues/{_id(queue_id)}", dict(changes))
+
+    def delete_queue(self, queue_id: str) -> JsonObject:
+        """``DELETE /v1/queues/{id}`` (scope ``admin``): a 409 ``queue_not_empty`` while it
+        holds delayed, claimed or dead tasks."""
+        return self._object("DELETE", f"/v1/queues/{_id(queue_id)}")
+
+    def list_queues(self, *, id_prefix: Optional[str] = None, limit: Optional[int] = None,
+                    cursor: Optional[str] = None) -> Page:
+        """``GET /v1/queues``: a page of queues, in byte order of their names."""
+        return self._page("/v1/queues", {"id_prefix": id_prefix, "limit": limit, "cursor": cursor})
+
+    def iter_queues(self, *, id_prefix: Optional[str] = None,
+                    limit: Optional[int] = None) -> Iterator[JsonObject]:
+        """Every queue, page after page."""
+        return self._walk(lambda cursor: self.list_queues(id_prefix=id_prefix, limit=limit,
+                                                          cursor=cursor))
 
     # ---- the service -------------------------------------------------------------------
 
