@@ -4,8 +4,8 @@
 
 import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
-import { ApiError, TimewheelClient, type QueueCreate } from '../src';
-import { Service, skipLive, token } from './support';
+import { TimewheelClient, type QueueCreate } from '../src';
+import { apiError, Service, skipLive, token } from './support';
 
 describe('the queue calls against a real timewheeld', { skip: skipLive }, () => {
   let service: Service;
@@ -18,12 +18,6 @@ describe('the queue calls against a real timewheeld', { skip: skipLive }, () => 
     client = new TimewheelClient({ baseUrl: service.baseUrl, token });
   });
   after(() => service?.stop());
-
-  async function apiError(call: Promise<unknown>): Promise<ApiError> {
-    const e = await call.then(() => assert.fail('expected an ApiError'), (x: unknown) => x);
-    assert.ok(e instanceof ApiError, String(e));
-    return e;
-  }
 
   it('creates a queue: 201, 200 for the same settings, 409 queue_conflict for others', async () => {
     const created = await client.createQueue(spec);

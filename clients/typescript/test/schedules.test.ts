@@ -4,8 +4,8 @@
 
 import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
-import { ApiError, TimewheelClient, type ScheduleCreate } from '../src';
-import { Service, skipLive, token } from './support';
+import { TimewheelClient, type ScheduleCreate } from '../src';
+import { apiError, Service, skipLive, token } from './support';
 
 describe('the schedule calls against a real timewheeld', { skip: skipLive }, () => {
   let service: Service;
@@ -20,12 +20,6 @@ describe('the schedule calls against a real timewheeld', { skip: skipLive }, () 
     client = new TimewheelClient({ baseUrl: service.baseUrl, token });
   });
   after(() => service?.stop());
-
-  async function apiError(call: Promise<unknown>): Promise<ApiError> {
-    const e = await call.then(() => assert.fail('expected an ApiError'), (x: unknown) => x);
-    assert.ok(e instanceof ApiError, String(e));
-    return e;
-  }
 
   it('creates a schedule: 201, 200 for the same spec, 409 schedule_conflict for another', async () => {
     const created = await client.createSchedule(spec);

@@ -2,12 +2,14 @@
 // SQLite store of its own, on 127.0.0.1, ended by its PID; and a receiver on node:http that
 // keeps every callback it gets, raw, so that a test can check the signature on the real bytes.
 
+import assert from 'node:assert/strict';
 import { spawn, type ChildProcess } from 'node:child_process';
 import { existsSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { createServer, type IncomingHttpHeaders, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { ApiError } from '../src/errors';
 import { readRawBody } from '../src/receiver';
 
 export const binary = process.env.TIMEWHEELD_BINARY;
@@ -17,6 +19,13 @@ export const skipLive: string | false = !binary
   : !existsSync(binary) ? `no timewheeld at ${binary}` : false;
 
 export const token = 'ts-client-test-token';
+
+/** The ApiError a call must fail with (any other outcome fails the test). */
+export async function apiError(call: Promise<unknown>): Promise<ApiError> {
+  const e = await call.then(() => assert.fail('expected an ApiError'), (x: unknown) => x);
+  assert.ok(e instanceof ApiError, String(e));
+  return e;
+}
 
 export async function waitFor<T>(what: string, probe: () => Promise<T | undefined> | T | undefined, timeoutMs = 15_000): Promise<T> {
   const deadline = Date.now() + timeoutMs;
