@@ -684,6 +684,38 @@ BOOST_FIXTURE_TEST_CASE(a_hostile_time_reply_or_silence_fails_once_and_the_store
     BOOST_TEST(!good_ec, good_ec.message());
 }
 
+BOOST_FIXTURE_TEST_CASE(a_queue_list_of_bad_names_or_more_than_asked_for_fails, hostile_fixture) {
+    const auto ops = operations();
+    const auto& list = *std::find_if(ops.begin(), ops.end(),
+                                     [](const operation& o) { return o.name == "list_queues"; });
+    // queues_read.lua's record: generation 1, created and updated at 1000 ms, no settings.
+    const std::string record("\0\0\0\0\0\1\0\0\0\0\3\xe8\0\0\0\0\3\xe8", 18);
+    const auto entry = [&](const std::string& name) {
+        return "$" + std::to_string(name.size()) + "\r\n" + name + "\r\n$18\r\n" + record + "\r\n";
+    };
+    // list asks for 10 (11 with the one that tells whether a next page exists).
+    std::string twelve = "*24\r\n";
+    for (int i = 0; i < 12; ++i) {
+        twelve += entry("q" + std::to_string(10 + i));
+    }
+    const std::pair<const char*, std::string> bad[] = {
+        {"a name outside the alphabet", "*2\r\n" + entry("Q<script>")},
+        {"an empty name", "*2\r\n" + entry("")},
+        {"names out of order", "*4\r\n" + entry("qb") + entry("qa")},
+        {"a name twice", "*4\r\n" + entry("qa") + entry("qa")},
+        {"more entries than asked for", twelve},
+    };
+    for (const auto& [what, reply] : bad) {
+        BOOST_TEST_CONTEXT("list_queues answered " << what) {
+            fake.script = {reply};
+            const auto [ec, result] = run(list);
+            BOOST_TEST(ec == error_code(dq::error::store_error), ec.message());
+            BOOST_TEST(!result);
+        }
+    }
+    check_good_reply(list);
+}
+
 BOOST_FIXTURE_TEST_CASE(a_claim_answered_with_more_tasks_than_it_asked_for_fails, hostile_fixture) {
     const auto ops = operations();
     const auto& claim =

@@ -141,13 +141,19 @@ void redis_store_impl::list_queues(std::string id_prefix, std::string cursor, st
             const auto rep = resp[0];
             if (rep.is_error()) {
                 ec = script_error(rep);
-            } else if (!rep.is_array() || rep.size() % 2 != 0) {
+            } else if (!rep.is_array() || rep.size() % 2 != 0 || rep.size() > 2 * (count + 1)) {
+                // More entries than asked for: not queues_read.lua's answer.
                 ec = error::store_error;
             } else {
                 try {
                     for (std::size_t i = 0; i + 1 < rep.size(); i += 2) {
+                        // Each name a queue's, after the one before (the answer's names are
+                        // shown, and the last becomes the next page's cursor).
+                        const auto name = rep[i].as_string();
                         queue_status q;
-                        if (!decode_queue(rep[i].as_string(), rep[i + 1].as_string(), q)) {
+                        if (check_queue_name(name) ||
+                            (!page.entries.empty() && name <= page.entries.back().spec.id) ||
+                            !decode_queue(name, rep[i + 1].as_string(), q)) {
                             ec = error::store_error;
                             break;
                         }
